@@ -1,0 +1,49 @@
+// The only place that reads the wall clock. Everything else takes a Clock.
+import { performance } from 'node:perf_hooks';
+
+export type ClockMode = 'system' | 'manual';
+
+export interface Clock {
+  readonly mode: ClockMode;
+  /** Current time in epoch milliseconds. */
+  now(): number;
+}
+
+export class SystemClock implements Clock {
+  readonly mode = 'system' as const;
+  now(): number {
+    return Date.now();
+  }
+}
+
+/** Time moves only when told to, so tests run hours of maintenance in milliseconds. */
+export class ManualClock implements Clock {
+  readonly mode = 'manual' as const;
+  #now: number;
+  constructor(start: number = wallClock()) {
+    this.#now = start;
+  }
+  now(): number {
+    return this.#now;
+  }
+  advance(ms: number): number {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`cannot advance the clock by ${ms} ms`);
+    this.#now += ms;
+    return this.#now;
+  }
+  /** Move forward to an absolute time; time never goes backwards. */
+  advanceTo(at: number): number {
+    if (at > this.#now) this.#now = at;
+    return this.#now;
+  }
+}
+
+/** Wall-clock time, for start-up values such as a manual clock's first reading. */
+export function wallClock(): number {
+  return Date.now();
+}
+
+/** Real elapsed time for rate limits, which measure real requests whatever the simulated clock says. */
+export function monotonicMs(): number {
+  return performance.now();
+}

@@ -1,0 +1,603 @@
+// The emulator's pure core: fleet, events, lifecycle and incarnations, driven by an injected clock.
+import { randomUUID } from 'node:crypto';
+import { formatIso } from '../../protocol/time.js';
+import type { EventSource, EventStatus, EventType, EventView } from '../../protocol/types.js';
+import type { Clock } from './clock.js';
+import { conflict, invalid, notFound } from './errors.js';
+import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
+import { OPERATION_PROFILES, OPERATION_TYPES, isOperationType, type OperationType } from './operations.js';
+import { Schedule, type Due } from './schedule.js';
+import { DEGRADED_HARDWARE_NOTICE_SECONDS, OS_IMAGE_NOTICE_SECONDS, Timing } from './timing.js';
+
+export interface Approval {
+  vm: string;
+  at: number;
+}
+
+export type StartCause = 'approval' | 'notBefore' | 'failure';
+
+/** An event with everything the emulator tracks about it. Times are epoch ms. */
+export interface EngineEvent {
+  id: string;
+  operationId: string;
+  /** Events of one job start together (the shared-host rule); today each event is its own job. */
+  jobId: string;
+  tenant: string;
+  type: EventType;
+  source: EventSource;
+  description: string;
+  durationInSeconds: number;
+  resources: string[];
+  status: EventStatus;
+  createdAt: number;
+  notBefore: number;
+  startedAt: number | null;
+  endsAt: number | null;
+  startedBy: StartCause | null;
+  approvals: Approval[];
+}
+
+/** What is remembered of an ended event: enough to answer a late approval. */
+export interface EndedEvent {
+  id: string;
+  tenant: string;
+  resources: string[];
+  endedAt: number;
+  cancelled: boolean;
+}
+
+export interface Operation {
+  id: string;
+  type: OperationType;
+  createdAt: number;
+  vms: string[];
+  events: string[];
+  /** VMs removed at once (delete without terminate notification). */
+  removedVms: string[];
+  /** VMs reimaged at once (reimage without OS image notification). */
+  reimagedVms: string[];
+}
+
+export interface OperationRequest {
+  type: string;
+  vms?: string[] | undefined;
+  host?: string | undefined;
+  tenant?: string | undefined;
+  /** Epoch ms. */
+  notBefore?: number | undefined;
+  durationInSeconds?: number | undefined;
+  description?: string | undefined;
+  force?: boolean | undefined;
+}
+
+export interface DocumentState {
+  vm: string;
+  incarnation: number;
+  events: EventView[];
+}
+
+export interface EngineSnapshot {
+  format: 'forewarn-state';
+  version: 1;
+  savedAt: number;
+  initialFleet: VmSpec[];
+  vms: VmSpec[];
+  events: EngineEvent[];
+  ended: EndedEvent[];
+  operations: Operation[];
+  incarnations: Record<string, number>;
+}
+
+export type ChangeListener = (vms: readonly string[]) => void;
+
+export interface EngineOptions {
+  clock: Clock;
+  timing?: Timing;
+  fleet?: readonly VmSpec[];
+  newId?: () => string;
+}
+
+/** [choice] A VM's first document has incarnation 1, as in the seed's example sequence. */
+export const FIRST_INCARNATION = 1;
+
+/** Clients compute NotBefore from their own clock; this much skew still counts as meeting the notice. */
+const NOTICE_TOLERANCE_MS = 1000;
+
+const ceilToSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
+
+export class Engine {
+  readonly clock: Clock;
+  readonly timing: Timing;
+  readonly fleet: Fleet;
+  readonly #newId: () => string;
+  #initialFleet: VmSpec[] = [];
+  readonly #live = new Map<string, EngineEvent>();
+  readonly #byTenant = new Map<string, EngineEvent[]>();
+  readonly #ended = new Map<string, EndedEvent>();
+  readonly #operations = new Map<string, Operation>();
+  readonly #incarnations = new Map<string, number>();
+  readonly #schedule = new Schedule();
+  readonly #touched = new Set<string>();
+  readonly #listeners = new Set<ChangeListener>();
+  readonly #mutationListeners = new Set<() => void>();
+  #mutated = false;
+
+  constructor(options: EngineOptions) {
+    this.clock = options.clock;
+    this.timing = options.timing ?? new Timing(1);
+    this.#newId = options.newId ?? (() => randomUUID().toUpperCase());
+    this.fleet = new Fleet(this.#newId);
+    for (const spec of options.fleet ?? []) this.#addVm(spec);
+    this.#initialFleet = this.#fleetSpecs();
+  }
+
+  // ---- queries -------------------------------------------------------------
+
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** The document a VM sees now, independent of api-version. */
+  documentFor(name: string): DocumentState {
+    this.tick();
+    const vm = this.fleet.get(name);
+    const events: EventView[] = [];
+    for (const e of this.#byTenant.get(vm.tenant) ?? []) {
+      if (this.#visible(vm, e)) events.push(toView(e));
+    }
+    return { vm: name, incarnation: this.#incarnation(name), events };
+  }
+
+  /** Cheap check for renderers that cache by incarnation. */
+  incarnationOf(name: string): number {
+    this.tick();
+    this.fleet.get(name);
+    return this.#incarnation(name);
+  }
+
+  events(): EngineEvent[] {
+    this.tick();
+    return [...this.#live.values()].map(cloneEvent);
+  }
+
+  event(id: string): EngineEvent {
+    this.tick();
+    const e = this.#live.get(id.toUpperCase());
+    if (!e) throw notFound(this.#ended.has(id.toUpperCase()) ? `event ${id} has already ended` : `no event with id ${id}`);
+    return cloneEvent(e);
+  }
+
+  operations(): Operation[] {
+    return [...this.#operations.values()].map((o) => structuredClone(o));
+  }
+
+  /** When the next lifecycle transition is due, for runtimes that sleep until then. */
+  nextDue(): number | undefined {
+    return this.#schedule.peek()?.at;
+  }
+
+  /** Called with the VMs whose documents changed, once per change. */
+  onChange(listener: ChangeListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Called after any change of state, including ones no document shows (such as a recorded approval). */
+  onMutation(listener: () => void): () => void {
+    this.#mutationListeners.add(listener);
+    return () => this.#mutationListeners.delete(listener);
+  }
+
+  // ---- mutations -----------------------------------------------------------
+
+  addVm(spec: VmSpec): Vm {
+    this.tick();
+    const vm = this.#addVm(spec);
+    this.#commit();
+    return { ...vm };
+  }
+
+  removeVm(name: string): Vm {
+    this.tick();
+    const vm = this.#removeVm(name);
+    this.#commit();
+    return vm;
+  }
+
+  createOperation(request: OperationRequest): Operation {
+    this.tick();
+    const now = this.now();
+    const type = request.type;
+    if (!isOperationType(type)) {
+      throw invalid(`unknown operation type ${JSON.stringify(type)}; expected one of ${OPERATION_TYPES.join(', ')}`);
+    }
+    if (type === 'host-update') {
+      throw invalid("operation 'host-update' rolls over fault domains and is not supported yet; use 'freeze' on named VMs");
+    }
+    const targets = [request.vms, request.host, request.tenant].filter((t) => t !== undefined).length;
+    if (targets !== 1) throw invalid('an operation needs exactly one target: "vms", "host" or "tenant"');
+    if (request.host !== undefined) throw invalid('host-level jobs ("host") are not supported yet; list the VMs in "vms"');
+    if (request.tenant !== undefined) throw invalid('tenant-wide jobs ("tenant") are not supported yet; list the VMs in "vms"');
+    const names = request.vms!;
+    if (names.length === 0) throw invalid('"vms" must name at least one VM');
+    if (new Set(names).size !== names.length) throw invalid('"vms" names a VM more than once');
+    const vms = names.map((n) => this.fleet.get(n));
+
+    const profile = OPERATION_PROFILES[type];
+    const duration = request.durationInSeconds ?? profile.durationInSeconds;
+    if (!Number.isInteger(duration) || duration < -1) {
+      throw invalid(`durationInSeconds must be an integer of -1 or more, got ${duration}`);
+    }
+    if (request.notBefore !== undefined && !Number.isFinite(request.notBefore)) throw invalid('notBefore is not a valid time');
+    if (profile.startsAtOnce && request.notBefore !== undefined) {
+      throw invalid(`'${type}' starts at once and takes no notBefore`);
+    }
+    if (type === 'spot-eviction') {
+      const regular = vms.find((vm) => vm.priority !== 'Spot');
+      if (regular) throw invalid(`spot-eviction applies only to Spot VMs; '${regular.name}' is Regular`);
+    }
+    if (type === 'reimage') {
+      const other = vms.find((vm) => this.fleet.tenantOf(vm).kind !== 'scaleSet');
+      if (other) throw invalid(`reimage applies only to scale-set VMs; '${other.name}' is not in a scale set`);
+    }
+
+    // Which VMs get notice; the rest are acted on at once with no event.
+    const noticed = vms.filter((vm) =>
+      type === 'delete' ? vm.terminateNotificationMinutes !== null : type === 'reimage' ? vm.osImageNotification : true,
+    );
+    const groups = groupBy(noticed, (vm) => vm.tenant);
+    const plans = [...groups.entries()].map(([tenant, members]) => {
+      const minimumMs = this.#minimumNoticeMs(type, members);
+      const defaultMs = type === 'degraded-hardware' ? this.timing.ms(DEGRADED_HARDWARE_NOTICE_SECONDS) : minimumMs;
+      let notBefore = now + defaultMs;
+      if (request.notBefore !== undefined) {
+        if (request.notBefore < now + minimumMs - NOTICE_TOLERANCE_MS && !request.force) {
+          throw invalid(
+            `notBefore ${formatIso(request.notBefore)} gives less than the minimum notice of ` +
+              `${minimumMs / 1000} s for ${profile.eventType} (earliest ${formatIso(now + minimumMs)}); ` +
+              'pass "force": true to allow it',
+          );
+        }
+        notBefore = request.notBefore;
+      }
+      return { tenant, members, notBefore: ceilToSecond(notBefore) };
+    });
+
+    const operation: Operation = {
+      id: this.#newId().toLowerCase(),
+      type,
+      createdAt: now,
+      vms: [...names],
+      events: [],
+      removedVms: [],
+      reimagedVms: [],
+    };
+    for (const plan of plans) {
+      const event: EngineEvent = {
+        id: this.#newId().toUpperCase(),
+        operationId: operation.id,
+        jobId: '',
+        tenant: plan.tenant,
+        type: profile.eventType,
+        source: profile.source,
+        description: request.description ?? profile.description,
+        durationInSeconds: duration,
+        resources: plan.members.map((vm) => vm.name),
+        status: 'Scheduled',
+        createdAt: now,
+        notBefore: profile.startsAtOnce ? now : plan.notBefore,
+        startedAt: null,
+        endsAt: null,
+        startedBy: null,
+        approvals: [],
+      };
+      event.jobId = event.id;
+      this.#insert(event);
+      operation.events.push(event.id);
+      if (profile.startsAtOnce) this.#start(event, now, 'failure');
+      else this.#schedule.push(event.notBefore, event.id, 'start');
+    }
+    for (const vm of vms) {
+      if (noticed.includes(vm)) continue;
+      if (type === 'delete') {
+        this.#removeVm(vm.name);
+        operation.removedVms.push(vm.name);
+      } else if (type === 'reimage') {
+        operation.reimagedVms.push(vm.name);
+      }
+    }
+    this.#operations.set(operation.id, operation);
+    this.#mutated = true;
+    this.#commit();
+    return structuredClone(operation);
+  }
+
+  /**
+   * An approval POSTed by `vmName`. All ids are checked before any takes effect.
+   * [choice] An id the VM sees, or saw before it ended, is accepted and changes nothing
+   * more if already Started or ended; an id never issued, or of an event the VM cannot
+   * see, is rejected.
+   */
+  approve(vmName: string, ids: readonly string[]): void {
+    this.tick();
+    const vm = this.fleet.get(vmName);
+    const toApprove: EngineEvent[] = [];
+    for (const raw of ids) {
+      const id = raw.toUpperCase();
+      const known = this.#live.get(id) ?? this.#ended.get(id);
+      if (!known) throw invalid(`EventId ${raw} was never issued`);
+      if (!this.#visible(vm, known)) throw invalid(`EventId ${raw} is not an event that VM '${vm.name}' can see`);
+      const live = this.#live.get(id);
+      if (live) toApprove.push(live);
+    }
+    const now = this.now();
+    for (const event of toApprove) {
+      if (event.status !== 'Scheduled' || event.approvals.some((a) => a.vm === vm.name)) continue;
+      event.approvals.push({ vm: vm.name, at: now });
+      this.#mutated = true;
+      this.#startJobIfApproved(event.jobId, now);
+    }
+    this.#commit();
+  }
+
+  cancel(id: string): EngineEvent {
+    this.tick();
+    const event = this.#liveOrThrow(id);
+    if (event.status !== 'Scheduled') {
+      throw conflict(`event ${event.id} has already Started and can no longer be cancelled`);
+    }
+    this.#end(event, this.now(), true);
+    this.#commit();
+    return cloneEvent(event);
+  }
+
+  complete(id: string): EngineEvent {
+    this.tick();
+    const event = this.#liveOrThrow(id);
+    if (event.status !== 'Started') {
+      throw conflict(`event ${event.id} is still Scheduled; approve it or let NotBefore pass before completing it`);
+    }
+    this.#end(event, this.now(), false);
+    this.#commit();
+    return cloneEvent(event);
+  }
+
+  /** Applies every transition due by now, each at its own time, in order. */
+  tick(): void {
+    const now = this.clock.now();
+    let due = this.#schedule.peek();
+    while (due && due.at <= now) {
+      const at = due.at;
+      while (due && due.at === at) {
+        this.#schedule.pop();
+        this.#apply(due);
+        due = this.#schedule.peek();
+      }
+      this.#commit();
+    }
+  }
+
+  /**
+   * Back to the start state: the initial fleet and no events. [choice] Incarnations
+   * carry on upwards, so a consumer polling across a reset still sees a change.
+   */
+  reset(): void {
+    const before = new Map([...this.fleet.vms.keys()].map((name) => [name, this.#signature(name)]));
+    this.#live.clear();
+    this.#byTenant.clear();
+    this.#ended.clear();
+    this.#operations.clear();
+    this.#schedule.clear();
+    this.fleet.clear();
+    for (const spec of this.#initialFleet) this.#addVm(spec);
+    for (const [name, signature] of before) {
+      if (!this.fleet.vms.has(name) || this.#signature(name) !== signature) this.#touched.add(name);
+    }
+    for (const name of this.fleet.vms.keys()) if (!before.has(name)) this.#touched.add(name);
+    this.#mutated = true;
+    this.#commit();
+  }
+
+  /** Identifies a VM's visible events and their states, to tell whether its document changed. */
+  #signature(name: string): string {
+    const vm = this.fleet.vms.get(name);
+    if (!vm) return '';
+    return (this.#byTenant.get(vm.tenant) ?? [])
+      .filter((e) => this.#visible(vm, e))
+      .map((e) => `${e.id}:${e.status}`)
+      .join(',');
+  }
+
+  snapshot(): EngineSnapshot {
+    return {
+      format: 'forewarn-state',
+      version: 1,
+      savedAt: this.now(),
+      initialFleet: structuredClone(this.#initialFleet),
+      vms: this.#fleetSpecs(),
+      events: [...this.#live.values()].map(cloneEvent),
+      ended: [...this.#ended.values()].map((e) => structuredClone(e)),
+      operations: this.operations(),
+      incarnations: Object.fromEntries(this.#incarnations),
+    };
+  }
+
+  /** Replaces all state with a snapshot, then applies whatever fell due while it was saved. */
+  restore(snapshot: EngineSnapshot): void {
+    this.fleet.clear();
+    this.#live.clear();
+    this.#byTenant.clear();
+    this.#ended.clear();
+    this.#operations.clear();
+    this.#schedule.clear();
+    this.#incarnations.clear();
+    this.#initialFleet = structuredClone(snapshot.initialFleet);
+    for (const spec of snapshot.vms) this.fleet.add(spec);
+    for (const [name, n] of Object.entries(snapshot.incarnations)) this.#incarnations.set(name, n);
+    for (const e of snapshot.events) {
+      const event = cloneEvent(e);
+      this.#insert(event);
+      if (event.status === 'Scheduled') this.#schedule.push(event.notBefore, event.id, 'start');
+      else if (event.endsAt !== null) this.#schedule.push(event.endsAt, event.id, 'end');
+    }
+    for (const e of snapshot.ended) this.#ended.set(e.id, structuredClone(e));
+    for (const o of snapshot.operations) this.#operations.set(o.id, structuredClone(o));
+    this.#mutated = true;
+    this.#commit();
+    this.tick();
+  }
+
+  // ---- internals -------------------------------------------------------------
+
+  #addVm(spec: VmSpec): Vm {
+    const vm = this.fleet.add(spec);
+    this.#mutated = true;
+    // A returning name must not show an old incarnation with new events.
+    if (this.#incarnations.has(vm.name)) this.#touched.add(vm.name);
+    else this.#incarnations.set(vm.name, FIRST_INCARNATION);
+    return vm;
+  }
+
+  #removeVm(name: string): Vm {
+    const vm = this.fleet.get(name);
+    this.#touched.add(name);
+    this.fleet.remove(name);
+    this.#mutated = true;
+    // Events of a tenant with no VMs left have nobody to tell; they end silently.
+    if (!this.fleet.tenants.has(vm.tenant)) {
+      for (const e of [...(this.#byTenant.get(vm.tenant) ?? [])]) this.#end(e, this.now(), true);
+    }
+    return { ...vm };
+  }
+
+  #fleetSpecs(): VmSpec[] {
+    return [...this.fleet.vms.values()].map((vm) => vmToSpec(vm, this.fleet.tenantOf(vm)));
+  }
+
+  #incarnation(name: string): number {
+    return this.#incarnations.get(name) ?? FIRST_INCARNATION;
+  }
+
+  #minimumNoticeMs(type: OperationType, members: readonly Vm[]): number {
+    if (type === 'delete') {
+      const minutes = Math.max(...members.map((vm) => vm.terminateNotificationMinutes ?? 0));
+      return this.timing.ms(minutes * 60);
+    }
+    if (type === 'reimage') return this.timing.ms(OS_IMAGE_NOTICE_SECONDS);
+    return this.timing.minimumNoticeMs(OPERATION_PROFILES[type].eventType);
+  }
+
+  #visible(vm: Vm, event: { tenant: string; resources: readonly string[] }): boolean {
+    return event.tenant === vm.tenant && (!this.fleet.seesOnlyOwnEvents(vm) || event.resources.includes(vm.name));
+  }
+
+  /** Marks every VM that sees this event as having a changed document. */
+  #touch(event: EngineEvent): void {
+    const tenant = this.fleet.tenants.get(event.tenant);
+    if (!tenant) return;
+    for (const name of tenant.vms) {
+      if (this.#visible(this.fleet.vms.get(name)!, event)) this.#touched.add(name);
+    }
+  }
+
+  #insert(event: EngineEvent): void {
+    this.#live.set(event.id, event);
+    let list = this.#byTenant.get(event.tenant);
+    if (!list) this.#byTenant.set(event.tenant, (list = []));
+    list.push(event);
+    this.#touch(event);
+  }
+
+  #liveOrThrow(id: string): EngineEvent {
+    const event = this.#live.get(id.toUpperCase());
+    if (event) return event;
+    if (this.#ended.has(id.toUpperCase())) throw conflict(`event ${id} has already ended`);
+    throw notFound(`no event with id ${id}`);
+  }
+
+  #jobEvents(jobId: string): EngineEvent[] {
+    return [...this.#live.values()].filter((e) => e.jobId === jobId);
+  }
+
+  #startJobIfApproved(jobId: string, at: number): void {
+    const job = this.#jobEvents(jobId);
+    if (job.every((e) => e.approvals.length > 0)) {
+      for (const e of job) if (e.status === 'Scheduled') this.#start(e, at, 'approval');
+    }
+  }
+
+  #start(event: EngineEvent, at: number, cause: StartCause): void {
+    event.status = 'Started';
+    event.startedAt = at;
+    event.startedBy = cause;
+    event.endsAt = at + this.timing.startedMs(event.type, event.durationInSeconds);
+    this.#schedule.push(event.endsAt, event.id, 'end');
+    this.#touch(event);
+  }
+
+  #end(event: EngineEvent, at: number, cancelled: boolean): void {
+    this.#touch(event);
+    this.#live.delete(event.id);
+    const list = this.#byTenant.get(event.tenant)!;
+    list.splice(list.indexOf(event), 1);
+    if (list.length === 0) this.#byTenant.delete(event.tenant);
+    this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled });
+    // A completed Terminate has deleted its VMs.
+    if (!cancelled && event.type === 'Terminate') {
+      for (const name of event.resources) if (this.fleet.vms.has(name)) this.#removeVm(name);
+    }
+  }
+
+  #apply(due: Due): void {
+    const event = this.#live.get(due.eventId);
+    if (!event) return;
+    if (due.kind === 'start' && event.status === 'Scheduled' && event.notBefore === due.at) {
+      for (const e of this.#jobEvents(event.jobId)) if (e.status === 'Scheduled') this.#start(e, due.at, 'notBefore');
+    } else if (due.kind === 'end' && event.status === 'Started' && event.endsAt === due.at) {
+      this.#end(event, due.at, false);
+    }
+  }
+
+  /** Every VM whose visible events changed gets exactly one new incarnation. */
+  #commit(): void {
+    if (this.#touched.size > 0) {
+      const changed = [...this.#touched];
+      this.#touched.clear();
+      this.#mutated = true;
+      for (const name of changed) this.#incarnations.set(name, this.#incarnation(name) + 1);
+      for (const listener of this.#listeners) listener(changed);
+    }
+    if (this.#mutated) {
+      this.#mutated = false;
+      for (const listener of this.#mutationListeners) listener();
+    }
+  }
+}
+
+function toView(e: EngineEvent): EventView {
+  return {
+    id: e.id,
+    status: e.status,
+    type: e.type,
+    resources: e.resources,
+    notBefore: e.status === 'Started' ? null : e.notBefore,
+    description: e.description,
+    source: e.source,
+    durationInSeconds: e.durationInSeconds,
+  };
+}
+
+function cloneEvent(e: EngineEvent): EngineEvent {
+  return { ...e, resources: [...e.resources], approvals: e.approvals.map((a) => ({ ...a })) };
+}
+
+function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = groups.get(k);
+    if (list) list.push(item);
+    else groups.set(k, [item]);
+  }
+  return groups;
+}

@@ -1,0 +1,227 @@
+// The fleet: VMs grouped into FC tenants and placed on hosts.
+import { TERMINATE_NOTICE_MINUTES } from './timing.js';
+import { conflict, invalid, notFound } from './errors.js';
+
+export const TENANT_KINDS = ['standalone', 'availabilitySet', 'scaleSet', 'cloudService'] as const;
+export type TenantKind = (typeof TENANT_KINDS)[number];
+
+export const PRIORITIES = ['Regular', 'Spot'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+
+/** What a caller declares; everything but `name` has a default. */
+export interface VmSpec {
+  name: string;
+  tenant?: string | undefined;
+  tenantKind?: TenantKind | undefined;
+  faultDomain?: number | undefined;
+  updateDomain?: number | undefined;
+  host?: string | undefined;
+  address?: string | undefined;
+  priority?: Priority | undefined;
+  terminateNotificationMinutes?: number | undefined;
+  osImageNotification?: boolean | undefined;
+  gpu?: boolean | undefined;
+  faultDomainCount?: number | undefined;
+  vmId?: string | undefined;
+}
+
+export interface Vm {
+  name: string;
+  vmId: string;
+  tenant: string;
+  host: string;
+  faultDomain: number;
+  updateDomain: number;
+  address: string | null;
+  priority: Priority;
+  terminateNotificationMinutes: number | null;
+  osImageNotification: boolean;
+  gpu: boolean;
+}
+
+export interface Tenant {
+  name: string;
+  kind: TenantKind;
+  faultDomainCount: number;
+  /** Member names in insertion order. */
+  vms: Set<string>;
+}
+
+export interface Host {
+  name: string;
+  vms: Set<string>;
+}
+
+/** [choice] Fault domain counts when a tenant does not declare one. */
+const DEFAULT_FAULT_DOMAIN_COUNT: Record<TenantKind, number> = {
+  standalone: 1,
+  availabilitySet: 2,
+  scaleSet: 5,
+  cloudService: 5,
+};
+
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/;
+
+/** IPv4-mapped IPv6 addresses (`::ffff:10.0.0.4`) are the same source as their IPv4 form. */
+export function normalizeAddress(address: string): string {
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+}
+
+export class Fleet {
+  readonly vms = new Map<string, Vm>();
+  readonly tenants = new Map<string, Tenant>();
+  readonly hosts = new Map<string, Host>();
+  readonly #byAddress = new Map<string, Vm>();
+
+  constructor(private readonly newId: () => string) {}
+
+  get size(): number {
+    return this.vms.size;
+  }
+
+  /** Validates a spec against the fleet without changing anything. */
+  resolve(spec: VmSpec): { vm: Vm; tenant: Omit<Tenant, 'vms'> } {
+    if (typeof spec.name !== 'string' || !NAME.test(spec.name)) {
+      throw invalid(`VM name ${JSON.stringify(spec.name)} must be 1-80 letters, digits, '_', '.' or '-'`);
+    }
+    if (this.vms.has(spec.name)) throw conflict(`a VM named '${spec.name}' already exists`);
+    const tenantName = spec.tenant ?? spec.name;
+    if (!NAME.test(tenantName)) throw invalid(`tenant name ${JSON.stringify(tenantName)} is not a valid name`);
+    const existing = this.tenants.get(tenantName);
+    // [choice] A named tenant without a kind joins as its existing kind, or as an availability set.
+    const kind = spec.tenantKind ?? existing?.kind ?? (spec.tenant === undefined ? 'standalone' : 'availabilitySet');
+    if (existing && existing.kind !== kind) {
+      throw conflict(`tenant '${tenantName}' is a ${existing.kind}, not a ${kind}`);
+    }
+    if (kind === 'standalone' && existing && existing.vms.size > 0) {
+      throw conflict(`tenant '${tenantName}' is a standalone VM's and cannot hold a second VM`);
+    }
+    const faultDomainCount = spec.faultDomainCount ?? existing?.faultDomainCount ?? DEFAULT_FAULT_DOMAIN_COUNT[kind];
+    if (!Number.isInteger(faultDomainCount) || faultDomainCount < 1 || faultDomainCount > 20) {
+      throw invalid(`faultDomainCount must be an integer from 1 to 20, got ${faultDomainCount}`);
+    }
+    if (existing && existing.faultDomainCount !== faultDomainCount) {
+      throw conflict(`tenant '${tenantName}' has ${existing.faultDomainCount} fault domains, not ${faultDomainCount}`);
+    }
+    const faultDomain = spec.faultDomain ?? 0;
+    if (!Number.isInteger(faultDomain) || faultDomain < 0 || faultDomain >= faultDomainCount) {
+      throw invalid(`faultDomain must be an integer from 0 to ${faultDomainCount - 1}, got ${faultDomain}`);
+    }
+    const updateDomain = spec.updateDomain ?? 0;
+    if (!Number.isInteger(updateDomain) || updateDomain < 0 || updateDomain > 19) {
+      throw invalid(`updateDomain must be an integer from 0 to 19, got ${updateDomain}`);
+    }
+    const address = spec.address === undefined ? null : normalizeAddress(spec.address);
+    if (address !== null && this.#byAddress.has(address)) {
+      throw conflict(`address ${address} already belongs to VM '${this.#byAddress.get(address)!.name}'`);
+    }
+    const minutes = spec.terminateNotificationMinutes ?? null;
+    if (minutes !== null) {
+      if (kind !== 'scaleSet') throw invalid('terminateNotificationMinutes applies only to scale-set VMs (tenantKind scaleSet)');
+      const { min, max } = TERMINATE_NOTICE_MINUTES;
+      if (!Number.isInteger(minutes) || minutes < min || minutes > max) {
+        throw invalid(`terminateNotificationMinutes must be an integer from ${min} to ${max}, got ${minutes}`);
+      }
+    }
+    if (spec.osImageNotification && kind !== 'scaleSet') {
+      throw invalid('osImageNotification applies only to scale-set VMs (tenantKind scaleSet)');
+    }
+    const host = spec.host ?? `host-${spec.name}`;
+    if (!NAME.test(host)) throw invalid(`host name ${JSON.stringify(host)} is not a valid name`);
+    const vm: Vm = {
+      name: spec.name,
+      vmId: spec.vmId ?? this.newId().toLowerCase(),
+      tenant: tenantName,
+      host,
+      faultDomain,
+      updateDomain,
+      address,
+      priority: spec.priority ?? 'Regular',
+      terminateNotificationMinutes: minutes,
+      osImageNotification: spec.osImageNotification ?? false,
+      gpu: spec.gpu ?? false,
+    };
+    return { vm, tenant: { name: tenantName, kind, faultDomainCount } };
+  }
+
+  add(spec: VmSpec): Vm {
+    const { vm, tenant } = this.resolve(spec);
+    let t = this.tenants.get(tenant.name);
+    if (!t) {
+      t = { ...tenant, vms: new Set() };
+      this.tenants.set(t.name, t);
+    }
+    t.vms.add(vm.name);
+    let h = this.hosts.get(vm.host);
+    if (!h) {
+      h = { name: vm.host, vms: new Set() };
+      this.hosts.set(h.name, h);
+    }
+    h.vms.add(vm.name);
+    this.vms.set(vm.name, vm);
+    if (vm.address !== null) this.#byAddress.set(vm.address, vm);
+    return vm;
+  }
+
+  remove(name: string): Vm {
+    const vm = this.get(name);
+    this.vms.delete(name);
+    if (vm.address !== null) this.#byAddress.delete(vm.address);
+    const t = this.tenants.get(vm.tenant);
+    t?.vms.delete(name);
+    if (t && t.vms.size === 0) this.tenants.delete(t.name);
+    const h = this.hosts.get(vm.host);
+    h?.vms.delete(name);
+    if (h && h.vms.size === 0) this.hosts.delete(h.name);
+    return vm;
+  }
+
+  get(name: string): Vm {
+    const vm = this.vms.get(name);
+    if (!vm) throw notFound(`no VM named '${name}'`);
+    return vm;
+  }
+
+  tenantOf(vm: Vm): Tenant {
+    return this.tenants.get(vm.tenant)!;
+  }
+
+  byAddress(address: string): Vm | undefined {
+    return this.#byAddress.get(normalizeAddress(address));
+  }
+
+  /** [seed] GPU VMs in a single-fault-domain scale set see only events that name them. */
+  seesOnlyOwnEvents(vm: Vm): boolean {
+    const t = this.tenantOf(vm);
+    return vm.gpu && t.kind === 'scaleSet' && t.faultDomainCount === 1;
+  }
+
+  clear(): void {
+    this.vms.clear();
+    this.tenants.clear();
+    this.hosts.clear();
+    this.#byAddress.clear();
+  }
+}
+
+/** The plain-data view of a VM, for APIs, fleet files and the state file. */
+export function vmToSpec(vm: Vm, tenant: Tenant): Required<Omit<VmSpec, 'address' | 'terminateNotificationMinutes'>> & {
+  address?: string;
+  terminateNotificationMinutes?: number;
+} {
+  return {
+    name: vm.name,
+    vmId: vm.vmId,
+    tenant: vm.tenant,
+    tenantKind: tenant.kind,
+    faultDomain: vm.faultDomain,
+    updateDomain: vm.updateDomain,
+    host: vm.host,
+    ...(vm.address !== null ? { address: vm.address } : {}),
+    priority: vm.priority,
+    ...(vm.terminateNotificationMinutes !== null ? { terminateNotificationMinutes: vm.terminateNotificationMinutes } : {}),
+    osImageNotification: vm.osImageNotification,
+    gpu: vm.gpu,
+    faultDomainCount: tenant.faultDomainCount,
+  };
+}

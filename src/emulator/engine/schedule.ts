@@ -1,0 +1,63 @@
+// A min-heap of due times, so the engine's cost follows the number of changes, not clock ticks.
+
+export interface Due {
+  at: number;
+  /** Tie-breaker that keeps equal times in insertion order. */
+  seq: number;
+  eventId: string;
+  kind: 'start' | 'end';
+}
+
+export class Schedule {
+  #heap: Due[] = [];
+  #seq = 0;
+
+  get size(): number {
+    return this.#heap.length;
+  }
+
+  push(at: number, eventId: string, kind: Due['kind']): void {
+    const heap = this.#heap;
+    heap.push({ at, seq: this.#seq++, eventId, kind });
+    let i = heap.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!less(heap[i]!, heap[parent]!)) break;
+      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
+      i = parent;
+    }
+  }
+
+  peek(): Due | undefined {
+    return this.#heap[0];
+  }
+
+  pop(): Due | undefined {
+    const heap = this.#heap;
+    const top = heap[0];
+    const last = heap.pop();
+    if (heap.length > 0 && last) {
+      heap[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
+        if (r < heap.length && less(heap[r]!, heap[m]!)) m = r;
+        if (m === i) break;
+        [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+
+  clear(): void {
+    this.#heap = [];
+  }
+}
+
+function less(a: Due, b: Due): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}

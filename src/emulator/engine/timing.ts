@@ -1,0 +1,64 @@
+// The single owner of Scheduled Events' timing rules: notice and duration tables.
+import type { EventType } from '../../protocol/types.js';
+
+/** [seed] Minimum notice between creation and NotBefore, in seconds. */
+export const MINIMUM_NOTICE_SECONDS: Readonly<Record<EventType, number>> = {
+  Freeze: 15 * 60,
+  Reboot: 15 * 60,
+  Redeploy: 10 * 60,
+  Preempt: 30,
+  // Terminate's notice is the scale set's terminateNotificationProfile; this is its floor.
+  Terminate: 5 * 60,
+};
+
+/** [seed] terminateNotificationProfile accepts 5 to 15 minutes. */
+export const TERMINATE_NOTICE_MINUTES = { min: 5, max: 15 } as const;
+
+/** [seed] A migration after a predicted hardware failure is announced days ahead; Azure aims for 7. */
+export const DEGRADED_HARDWARE_NOTICE_SECONDS = 7 * 24 * 60 * 60;
+
+/** [seed] OS image upgrades and reimages give 15 minutes of notice. */
+export const OS_IMAGE_NOTICE_SECONDS = 15 * 60;
+
+/**
+ * [choice] How long an event stays Started before it is removed, when its
+ * DurationInSeconds is not positive (-1 unknown, 0 no impact). The seed's typical
+ * timeline has about 10 minutes from Started to removal.
+ */
+export const STARTED_SECONDS: Readonly<Record<EventType, number>> = {
+  Freeze: 10 * 60,
+  Reboot: 10 * 60,
+  Redeploy: 10 * 60,
+  Preempt: 10 * 60,
+  Terminate: 10 * 60,
+};
+
+/** Named timing profiles of `--timing`; `dev` divides every duration by 60. */
+export const TIMING_PROFILES = { realistic: 1, dev: 60 } as const;
+
+/** Scales nominal seconds into simulated milliseconds by the timing factor. */
+export class Timing {
+  constructor(readonly factor: number = 1) {
+    if (!Number.isFinite(factor) || factor <= 0) throw new RangeError(`timing factor must be a positive number, got ${factor}`);
+  }
+  ms(seconds: number): number {
+    return Math.round((seconds * 1000) / this.factor);
+  }
+  minimumNoticeMs(type: EventType): number {
+    return this.ms(MINIMUM_NOTICE_SECONDS[type]);
+  }
+  /** Time from Started to removal: the event's own duration when positive, else the table's. */
+  startedMs(type: EventType, durationInSeconds: number): number {
+    return this.ms(durationInSeconds > 0 ? durationInSeconds : STARTED_SECONDS[type]);
+  }
+}
+
+/** Parses `--timing realistic|dev|FACTOR`. */
+export function parseTimingFactor(text: string): number {
+  if (text in TIMING_PROFILES) return TIMING_PROFILES[text as keyof typeof TIMING_PROFILES];
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isFinite(n) || n <= 0) {
+    throw new RangeError(`--timing must be realistic, dev or a positive factor, got "${text}"`);
+  }
+  return n;
+}
