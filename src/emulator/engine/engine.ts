@@ -121,6 +121,7 @@ export class Engine {
   readonly #listeners = new Set<ChangeListener>();
   readonly #mutationListeners = new Set<() => void>();
   #mutated = false;
+  #ticking = false;
 
   constructor(options: EngineOptions) {
     this.clock = options.clock;
@@ -364,16 +365,23 @@ export class Engine {
 
   /** Applies every transition due by now, each at its own time, in order. */
   tick(): void {
-    const now = this.clock.now();
-    let due = this.#schedule.peek();
-    while (due && due.at <= now) {
-      const at = due.at;
-      while (due && due.at === at) {
-        this.#schedule.pop();
-        this.#apply(due);
-        due = this.#schedule.peek();
+    // A listener that reads state mid-tick must see each transition in turn, not trigger the next.
+    if (this.#ticking) return;
+    this.#ticking = true;
+    try {
+      const now = this.clock.now();
+      let due = this.#schedule.peek();
+      while (due && due.at <= now) {
+        const at = due.at;
+        while (due && due.at === at) {
+          this.#schedule.pop();
+          this.#apply(due);
+          due = this.#schedule.peek();
+        }
+        this.#commit();
       }
-      this.#commit();
+    } finally {
+      this.#ticking = false;
     }
   }
 
@@ -389,10 +397,14 @@ export class Engine {
     this.#operations.clear();
     this.#schedule.clear();
     this.fleet.clear();
-    for (const spec of this.#initialFleet) this.#addVm(spec);
+    for (const spec of this.#initialFleet) {
+      this.fleet.add(spec);
+      if (!this.#incarnations.has(spec.name)) this.#incarnations.set(spec.name, FIRST_INCARNATION);
+    }
     for (const [name, signature] of before) {
       if (!this.fleet.vms.has(name) || this.#signature(name) !== signature) this.#touched.add(name);
     }
+    // A VM that comes back keeps rising from the incarnation it had.
     for (const name of this.fleet.vms.keys()) if (!before.has(name)) this.#touched.add(name);
     this.#mutated = true;
     this.#commit();
@@ -442,6 +454,8 @@ export class Engine {
     }
     for (const e of snapshot.ended) this.#ended.set(e.id, structuredClone(e));
     for (const o of snapshot.operations) this.#operations.set(o.id, structuredClone(o));
+    // Restored documents are the saved ones, under their saved incarnations.
+    this.#touched.clear();
     this.#mutated = true;
     this.#commit();
     this.tick();
