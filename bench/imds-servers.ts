@@ -1,0 +1,61 @@
+// Servers for bench/imds-throughput, run in a child process so the load generator has its own core.
+//   forewarn-1     the emulator's IMDS surface with one VM
+//   forewarn-10k   the same with 10,000 VMs, addressed by /vms/NAME/ prefix
+//   bare BODY_FILE a bare node:http server answering the same bytes to every request
+import { createServer } from 'node:http';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { ManualClock } from '../src/emulator/engine/clock.js';
+import { Engine } from '../src/emulator/engine/engine.js';
+import type { VmSpec } from '../src/emulator/engine/fleet.js';
+import { FaultRegistry } from '../src/emulator/faults.js';
+import { buildImdsServer } from '../src/emulator/imds/server.js';
+import { RateLimiter } from '../src/emulator/rate-limit.js';
+
+const mode = process.argv[2];
+
+function fleetOf(count: number): VmSpec[] {
+  if (count === 1) return [{ name: 'vm0' }];
+  // Availability sets of 10 VMs over 2 fault domains, as a realistic spread of tenants.
+  return Array.from({ length: count }, (_, i) => ({
+    name: `vm${i}`,
+    tenant: `as${Math.floor(i / 10)}`,
+    tenantKind: 'availabilitySet' as const,
+    faultDomain: i % 2,
+    faultDomainCount: 2,
+  }));
+}
+
+async function forewarn(count: number) {
+  const engine = new Engine({ clock: new ManualClock(), fleet: fleetOf(count) });
+  // Every tenant has a live event, so each document is a realistic one to render and serve.
+  for (let t = 0; t < Math.max(1, count / 10); t++) {
+    engine.createOperation({ type: 'freeze', vms: [count === 1 ? 'vm0' : `vm${t * 10}`] });
+  }
+  const app = buildImdsServer({ engine, faults: new FaultRegistry(), rateLimiter: new RateLimiter(0) });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return (app.server.address() as AddressInfo).port;
+}
+
+async function bare(bodyFile: string) {
+  const { body, etag } = JSON.parse(readFileSync(bodyFile, 'utf8')) as { body: string; etag: string };
+  const bytes = Buffer.from(body);
+  const server = createServer((_req, res) => {
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': bytes.length,
+      etag,
+    });
+    res.end(bytes);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+const port =
+  mode === 'forewarn-1' ? await forewarn(1) : mode === 'forewarn-10k' ? await forewarn(10_000) : mode === 'bare' ? await bare(process.argv[3]!) : null;
+if (port === null) {
+  console.error(`unknown server mode ${mode}`);
+  process.exit(2);
+}
+process.stdout.write(`${port}\n`);
