@@ -370,14 +370,10 @@ export class Engine {
     this.#ticking = true;
     try {
       const now = this.clock.now();
-      let due = this.#schedule.peek();
-      while (due && due.at <= now) {
-        const at = due.at;
-        while (due && due.at === at) {
-          this.#schedule.pop();
-          this.#apply(due);
-          due = this.#schedule.peek();
-        }
+      // Listeners run in #commit() and may change the schedule, so look again after each commit.
+      for (let next = this.#schedule.peek(); next && next.at <= now; next = this.#schedule.peek()) {
+        const at = next.at;
+        while (this.#schedule.peek()?.at === at) this.#apply(this.#schedule.pop()!);
         this.#commit();
       }
     } finally {

@@ -390,3 +390,21 @@ describe('reset and snapshots', () => {
     assert.equal(b.engine.event(id).status, 'Started');
   });
 });
+
+describe('listeners', () => {
+  test('a listener that changes the schedule mid-tick loses no transition', () => {
+    const { engine, advance } = makeEngine();
+    engine.createOperation({ type: 'freeze', vms: ['web0'] });
+    let created = false;
+    engine.onChange(() => {
+      // On the first Freeze's start, force a second one due before the first ends: it must start and end too.
+      if (!created && engine.events().some((e) => e.status === 'Started')) {
+        created = true;
+        engine.createOperation({ type: 'freeze', vms: ['solo'], notBefore: T0 + MINUTE, force: true });
+      }
+    });
+    advance(60 * MINUTE);
+    assert.ok(created);
+    assert.deepEqual(engine.events(), [], 'both Freezes have started and ended');
+  });
+});
