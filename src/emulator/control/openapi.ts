@@ -1,0 +1,239 @@
+// The control API's OpenAPI 3.1 description, generated from the same zod schemas that validate requests.
+import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { API_VERSIONS, LATEST_API_VERSION } from '../../protocol/versions.js';
+import { registry } from './schemas.js';
+
+type Json = Record<string, unknown>;
+
+/** How a route is described; `path` is in fastify form (`:name`), the document uses `{name}`. */
+export interface RouteDoc {
+  method: 'GET' | 'POST' | 'DELETE';
+  path: string;
+  summary: string;
+  /** Component id of the JSON request body, if the route takes one. */
+  body?: string;
+  /** Status → component id, or a ready-made OpenAPI response object. */
+  responses: Record<number, string | Json>;
+  query?: Json[];
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const json = (id: string, description: string): Json => ({
+  description,
+  content: { 'application/json': { schema: ref(id) } },
+});
+
+/** Every route of the control API. The server test checks the server answers each one. */
+export const ROUTES: readonly RouteDoc[] = [
+  { method: 'GET', path: '/v1/fleet', summary: 'VMs, tenants and hosts', responses: { 200: 'Fleet' } },
+  {
+    method: 'POST',
+    path: '/v1/vms',
+    summary: 'Add a VM',
+    body: 'VmBody',
+    responses: { 201: 'Vm', 400: 'Error', 409: 'Error' },
+  },
+  { method: 'GET', path: '/v1/vms/:name', summary: 'One VM', responses: { 200: 'Vm', 404: 'Error' } },
+  {
+    method: 'DELETE',
+    path: '/v1/vms/:name',
+    summary: 'Remove a VM at once, with no event',
+    responses: { 200: 'Vm', 404: 'Error' },
+  },
+  {
+    method: 'GET',
+    path: '/v1/vms/:name/document',
+    summary: 'Exactly the Scheduled Events document that VM would get from IMDS',
+    query: [
+      {
+        name: 'api-version',
+        in: 'query',
+        required: false,
+        description: `Defaults to the latest, ${LATEST_API_VERSION}`,
+        schema: { type: 'string', enum: [...API_VERSIONS] },
+      },
+    ],
+    responses: {
+      200: {
+        description: 'The document, byte for byte as IMDS sends it',
+        headers: { ETag: { description: 'The quoted DocumentIncarnation', schema: { type: 'string' } } },
+        content: { 'application/json': { schema: ref('Document') } },
+      },
+      304: { description: 'If-None-Match named the current incarnation' },
+      400: json('ImdsError', 'Invalid api-version; the body is IMDS’s own'),
+      404: 'Error',
+    },
+  },
+  {
+    method: 'POST',
+    path: '/v1/operations',
+    summary: 'Create maintenance: events, or immediate deletes and reimages',
+    body: 'OperationBody',
+    responses: { 201: 'OperationCreated', 400: 'Error', 404: 'Error', 409: 'Error' },
+  },
+  { method: 'GET', path: '/v1/operations', summary: 'Every operation so far', responses: { 200: 'OperationList' } },
+  { method: 'GET', path: '/v1/events', summary: 'Every live event with its internal state', responses: { 200: 'EventList' } },
+  { method: 'GET', path: '/v1/events/:id', summary: 'One live event', responses: { 200: 'EventEnvelope', 404: 'Error' } },
+  {
+    method: 'POST',
+    path: '/v1/events/:id/cancel',
+    summary: 'Cancel a Scheduled event; 409 once it has Started',
+    responses: { 200: 'EventEnvelope', 404: 'Error', 409: 'Error' },
+  },
+  {
+    method: 'POST',
+    path: '/v1/events/:id/complete',
+    summary: 'End a Started event now; 409 while still Scheduled',
+    responses: { 200: 'EventEnvelope', 404: 'Error', 409: 'Error' },
+  },
+  { method: 'GET', path: '/v1/clock', summary: 'The simulated time', responses: { 200: 'Clock' } },
+  {
+    method: 'POST',
+    path: '/v1/clock/advance',
+    summary: 'Move the manual clock forward and apply what falls due',
+    body: 'AdvanceBody',
+    responses: { 200: 'Clock', 400: 'Error', 409: json('Error', 'The clock is system time') },
+  },
+  {
+    method: 'POST',
+    path: '/v1/faults',
+    summary: 'Inject a fault into IMDS answers',
+    body: 'FaultBody',
+    responses: { 201: 'FaultEnvelope', 400: 'Error', 404: 'Error' },
+  },
+  { method: 'GET', path: '/v1/faults', summary: 'Pending faults', responses: { 200: 'FaultList' } },
+  { method: 'DELETE', path: '/v1/faults', summary: 'Clear every fault', responses: { 200: 'Cleared' } },
+  {
+    method: 'POST',
+    path: '/v1/reset',
+    summary: 'Back to the start state: initial fleet, no events, no faults, fresh rate limits',
+    responses: { 200: 'Ok' },
+  },
+  {
+    method: 'GET',
+    path: '/v1/stream',
+    summary: 'Server-sent events: every change of every document',
+    responses: {
+      200: {
+        description:
+          'An event stream. `hello` (data: StreamHello) on connect; `document` (data: StreamDocument) per changed VM; ' +
+          'a `: keep-alive` comment every 15 s.',
+        content: { 'text/event-stream': { schema: { type: 'string' } } },
+      },
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/openapi.json',
+    summary: 'This document',
+    responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } },
+  },
+];
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  400: 'Bad request: the message names the field',
+  401: 'Missing or wrong bearer token',
+  404: 'Unknown VM, host, tenant, event or route',
+  405: 'The path does not take this method',
+  409: 'Conflicts with the current state',
+  413: 'Body larger than 1 MiB',
+  415: 'Body is not application/json',
+};
+
+function toOpenApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_]\w*)/g, '{$1}');
+}
+
+function componentSchemas(): Record<string, Json> {
+  const { schemas } = z.toJSONSchema(registry, {
+    io: 'input',
+    uri: (id) => `#/components/schemas/${id}`,
+    // z.int() states the safe-integer range on every integer; say it once, not everywhere.
+    override: ({ jsonSchema }) => {
+      if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+      if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+    },
+  }) as {
+    schemas: Record<string, Json>;
+  };
+  // OpenAPI 3.1's default dialect is 2020-12 already; the per-schema $schema and $id only add noise.
+  return Object.fromEntries(
+    Object.entries(schemas).map(([id, s]) => {
+      const { $schema: _schema, $id: _id, ...rest } = s;
+      return [id, rest];
+    }),
+  );
+}
+
+function operation(route: RouteDoc, secured: boolean): Json {
+  const responses: Record<string, Json> = {};
+  for (const [status, r] of Object.entries(route.responses)) {
+    responses[status] = typeof r === 'string' ? json(r, STATUS_TEXT[Number(status)] ?? 'Response') : r;
+  }
+  if (route.body !== undefined) {
+    responses['400'] ??= json('Error', STATUS_TEXT[400]!);
+    responses['413'] = json('Error', STATUS_TEXT[413]!);
+    responses['415'] = json('Error', STATUS_TEXT[415]!);
+  }
+  if (secured) responses['401'] = json('Error', STATUS_TEXT[401]!);
+  const params = [...(route.path.matchAll(/:([A-Za-z_]\w*)/g))].map((m) => ({
+    name: m[1],
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
+  const parameters = [...params, ...(route.query ?? [])];
+  return {
+    summary: route.summary,
+    operationId: `${route.method.toLowerCase()}${toOpenApiPath(route.path)
+      .replace(/[{}]/g, '')
+      .split(/[/.-]/)
+      .filter((s) => s !== '' && s !== 'v1')
+      .map((s) => s[0]!.toUpperCase() + s.slice(1))
+      .join('')}`,
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(route.body !== undefined
+      ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body) } } } }
+      : {}),
+    responses,
+  };
+}
+
+function packageVersion(): string {
+  try {
+    // Same relative path from src/ and dist/.
+    const pkg = createRequire(import.meta.url)('../../../package.json') as { version?: unknown };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Builds the document; `secured` adds the bearer requirement when the server has a token. */
+export function buildOpenApiDocument(options: { secured?: boolean } = {}): Json {
+  const secured = options.secured ?? false;
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const route of ROUTES) {
+    const p = (paths[toOpenApiPath(route.path)] ??= {});
+    p[route.method.toLowerCase()] = operation(route, secured);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'forewarn emulator control API',
+      version: packageVersion(),
+      description:
+        'Drives the local Scheduled Events emulator: fleet, maintenance operations, events, clock, faults. ' +
+        'Every error is {"error": "..."}; an unknown route gets 404 and a known path with the wrong method 405.',
+    },
+    paths,
+    components: {
+      schemas: componentSchemas(),
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    },
+    ...(secured ? { security: [{ bearer: [] }] } : {}),
+  };
+}

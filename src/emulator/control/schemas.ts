@@ -1,0 +1,264 @@
+// The control API's bodies: each zod schema is at once the validator, the TS type and the OpenAPI schema.
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { API_VERSIONS } from '../../protocol/versions.js';
+import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
+import { PRIORITIES, TENANT_KINDS } from '../engine/fleet.js';
+import { OPERATION_TYPES } from '../engine/operations.js';
+import { TERMINATE_NOTICE_MINUTES } from '../engine/timing.js';
+import { FAULT_STATUSES } from '../faults.js';
+
+/** Every schema the OpenAPI document names, keyed by its component id. */
+export const registry = z.registry<{ id: string; description?: string }>();
+
+/** [choice] The longest single clock advance; longer is almost surely a unit mistake. */
+export const MAX_ADVANCE_SECONDS = 10 * 365.25 * 86_400;
+export const MAX_LATENCY_MS = 120_000;
+export const MAX_DESCRIPTION_LENGTH = 1000;
+
+const isoTime = z.string().meta({ description: 'ISO 8601 time in UTC', examples: ['2024-01-01T00:15:00.000Z'] });
+const isoTimeOrNull = z.union([isoTime, z.null()]);
+
+// ---- request bodies ----------------------------------------------------------
+
+export const VmBody = z
+  .strictObject({
+    name: z.string().meta({ description: "1-80 letters, digits, '_', '.' or '-'" }),
+    tenant: z.string().optional().meta({ description: 'FC tenant; defaults to the VM name (a standalone VM)' }),
+    tenantKind: z.enum(TENANT_KINDS).optional(),
+    faultDomain: z.int().min(0).optional(),
+    updateDomain: z.int().min(0).optional(),
+    host: z.string().optional().meta({ description: 'Physical host; defaults to host-<name>' }),
+    address: z
+      .string()
+      .refine((s) => isIP(s) !== 0, { message: 'expected an IPv4 or IPv6 address' })
+      .optional()
+      .meta({ description: 'Source IP whose IMDS requests are this VM' }),
+    priority: z.enum(PRIORITIES).optional(),
+    terminateNotificationMinutes: z
+      .int()
+      .min(TERMINATE_NOTICE_MINUTES.min)
+      .max(TERMINATE_NOTICE_MINUTES.max)
+      .optional()
+      .meta({ description: 'Scale-set terminate notification; absent means off' }),
+    osImageNotification: z.boolean().optional(),
+    gpu: z.boolean().optional(),
+    faultDomainCount: z.int().min(1).max(20).optional().meta({ description: "The tenant's fault domain count" }),
+    vmId: z.string().min(1).optional().meta({ description: 'Addition: keep a known vmId, e.g. when re-adding a VM' }),
+  })
+  .register(registry, { id: 'VmBody', description: 'A VM to add; only name is required' });
+export type VmBody = z.infer<typeof VmBody>;
+
+export const OperationBody = z
+  .strictObject({
+    type: z.enum(OPERATION_TYPES),
+    vms: z.array(z.string()).optional(),
+    host: z.string().optional(),
+    tenant: z.string().optional(),
+    notBefore: z
+      .string()
+      .optional()
+      .meta({ description: 'ISO 8601 (RFC 1123 also accepted); earlier than the minimum notice needs force' }),
+    durationInSeconds: z.int().min(-1).optional(),
+    description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
+    force: z.boolean().optional().meta({ description: 'Allow a notBefore earlier than the minimum notice' }),
+  })
+  .register(registry, { id: 'OperationBody', description: 'Exactly one of vms, host or tenant names the target' });
+export type OperationBody = z.infer<typeof OperationBody>;
+
+export const AdvanceBody = z
+  .strictObject({ seconds: z.number().positive().max(MAX_ADVANCE_SECONDS) })
+  .register(registry, { id: 'AdvanceBody' });
+export type AdvanceBody = z.infer<typeof AdvanceBody>;
+
+export const FaultBody = z
+  .strictObject({
+    vm: z.string().optional().meta({ description: 'Only this VM; absent means any VM' }),
+    status: z.literal(FAULT_STATUSES).optional(),
+    latencyMs: z.int().min(0).max(MAX_LATENCY_MS).optional(),
+    drop: z.boolean().optional().meta({ description: 'Close the connection without answering' }),
+    count: z.int().min(1).optional().meta({ description: 'How many IMDS requests it affects; 1 when absent' }),
+  })
+  .refine((f) => f.status !== undefined || f.latencyMs !== undefined || f.drop === true, {
+    message: 'a fault needs at least one of "status", "latencyMs" or "drop": true',
+  })
+  .register(registry, { id: 'FaultBody', description: 'At least one of status, latencyMs or drop' });
+export type FaultBody = z.infer<typeof FaultBody>;
+
+// ---- responses (documentation and handler return types) ----------------------
+
+export const ErrorResponse = z
+  .object({ error: z.string() })
+  .register(registry, { id: 'Error', description: 'Every control API error' });
+
+export const ImdsErrorResponse = z
+  .object({ error: z.string(), 'newest-versions': z.array(z.enum(API_VERSIONS)) })
+  .register(registry, { id: 'ImdsError', description: "IMDS's own error body for a bad api-version" });
+
+export const VmResponse = z
+  .object({
+    name: z.string(),
+    vmId: z.string(),
+    tenant: z.string(),
+    tenantKind: z.enum(TENANT_KINDS),
+    faultDomain: z.int(),
+    updateDomain: z.int(),
+    host: z.string(),
+    address: z.string().optional(),
+    priority: z.enum(PRIORITIES),
+    terminateNotificationMinutes: z.int().optional(),
+    osImageNotification: z.boolean(),
+    gpu: z.boolean(),
+    faultDomainCount: z.int(),
+  })
+  .register(registry, { id: 'Vm' });
+export type VmResponse = z.infer<typeof VmResponse>;
+
+export const FleetResponse = z
+  .object({
+    vms: z.array(VmResponse),
+    tenants: z.array(
+      z.object({ name: z.string(), kind: z.enum(TENANT_KINDS), faultDomainCount: z.int(), vms: z.array(z.string()) }),
+    ),
+    hosts: z.array(z.object({ name: z.string(), vms: z.array(z.string()), tenants: z.array(z.string()) })),
+  })
+  .register(registry, { id: 'Fleet' });
+export type FleetResponse = z.infer<typeof FleetResponse>;
+
+export const OperationCreated = z
+  .object({
+    operation: z.string(),
+    events: z.array(z.string()),
+    removedVms: z.array(z.string()).meta({ description: 'Deleted at once: no terminate notification' }),
+    reimagedVms: z.array(z.string()).meta({ description: 'Reimaged at once: no OS image notification' }),
+  })
+  .register(registry, { id: 'OperationCreated' });
+export type OperationCreated = z.infer<typeof OperationCreated>;
+
+export const OperationResponse = z
+  .object({
+    id: z.string(),
+    type: z.enum(OPERATION_TYPES),
+    createdAt: isoTime,
+    vms: z.array(z.string()),
+    events: z.array(z.string()),
+    removedVms: z.array(z.string()),
+    reimagedVms: z.array(z.string()),
+  })
+  .register(registry, { id: 'Operation' });
+export type OperationResponse = z.infer<typeof OperationResponse>;
+
+export const OperationList = z.object({ operations: z.array(OperationResponse) }).register(registry, { id: 'OperationList' });
+
+export const EventResponse = z
+  .object({
+    id: z.string(),
+    operation: z.string(),
+    tenant: z.string(),
+    type: z.enum(EVENT_TYPES),
+    source: z.enum(EVENT_SOURCES),
+    status: z.enum(EVENT_STATUSES),
+    resources: z.array(z.string()),
+    description: z.string(),
+    durationInSeconds: z.int(),
+    createdAt: isoTime,
+    notBefore: isoTime.meta({ description: 'The scheduled NotBefore; kept after the event Started' }),
+    startedAt: isoTimeOrNull,
+    endsAt: isoTimeOrNull,
+    startedBy: z.union([z.enum(['approval', 'notBefore', 'failure']), z.null()]),
+    approvals: z.array(z.object({ vm: z.string(), at: isoTime })),
+  })
+  .register(registry, { id: 'Event', description: 'A live event with its internal state' });
+export type EventResponse = z.infer<typeof EventResponse>;
+
+export const EventList = z.object({ events: z.array(EventResponse) }).register(registry, { id: 'EventList' });
+export const EventEnvelope = z.object({ event: EventResponse }).register(registry, { id: 'EventEnvelope' });
+
+const WireEvent = z.object({
+  EventId: z.string(),
+  EventStatus: z.enum(EVENT_STATUSES),
+  EventType: z.enum(EVENT_TYPES),
+  ResourceType: z.literal('VirtualMachine'),
+  Resources: z.array(z.string()),
+  NotBefore: z.string().meta({ description: 'RFC 1123, or "" once Started' }),
+  Description: z.string().optional(),
+  EventSource: z.enum(EVENT_SOURCES).optional(),
+  DurationInSeconds: z.int().optional(),
+});
+
+export const DocumentResponse = z
+  .object({ DocumentIncarnation: z.int(), Events: z.array(WireEvent) })
+  .register(registry, { id: 'Document', description: 'The Scheduled Events document, as IMDS sends it' });
+
+export const ClockResponse = z
+  .object({ now: isoTime, mode: z.enum(['system', 'manual']), factor: z.number() })
+  .register(registry, { id: 'Clock' });
+export type ClockResponse = z.infer<typeof ClockResponse>;
+
+export const FaultResponse = z
+  .object({
+    id: z.string(),
+    vm: z.union([z.string(), z.null()]),
+    status: z.union([z.literal(FAULT_STATUSES), z.null()]),
+    latencyMs: z.int(),
+    drop: z.boolean(),
+    remaining: z.int().meta({ description: 'Requests it will still affect' }),
+  })
+  .register(registry, { id: 'Fault' });
+
+export const FaultEnvelope = z.object({ fault: FaultResponse }).register(registry, { id: 'FaultEnvelope' });
+export const FaultList = z.object({ faults: z.array(FaultResponse) }).register(registry, { id: 'FaultList' });
+export const OkResponse = z.object({ ok: z.literal(true) }).register(registry, { id: 'Ok' });
+export const ClearedResponse = z
+  .object({ ok: z.literal(true), cleared: z.int() })
+  .register(registry, { id: 'Cleared' });
+
+export const StreamHello = z.object({ now: isoTime }).register(registry, { id: 'StreamHello' });
+export const StreamDocument = z
+  .union([
+    z.object({ vm: z.string(), incarnation: z.int(), document: DocumentResponse }),
+    z.object({ vm: z.string(), removed: z.literal(true) }),
+  ])
+  .register(registry, { id: 'StreamDocument', description: 'Data of a `document` event on /v1/stream' });
+
+// ---- validation messages -------------------------------------------------------
+
+function pathOf(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+// zod's own prefixes ("Invalid input: …") add nothing once the field is named.
+const PREFIX = /^(?:Invalid input|Invalid option|Too big|Too small|Invalid string|Invalid number|Invalid value): /;
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): { present: boolean } {
+  let cur: unknown = input;
+  for (const key of path) {
+    if (typeof cur !== 'object' || cur === null || !Object.hasOwn(cur, key)) return { present: false };
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return { present: cur !== undefined };
+}
+
+/** One line per problem, each naming the field: `vms[0]: expected string, received number`. */
+export function describeIssues(issues: readonly z.core.$ZodIssue[], input: unknown): string {
+  const lines: string[] = [];
+  for (const issue of issues) {
+    const where = pathOf(issue.path);
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) lines.push(`unknown field "${where === '' ? key : `${where}.${key}`}"`);
+      continue;
+    }
+    const text = issue.message.replace(PREFIX, '').replace(/, received undefined$/, '');
+    if (issue.code !== 'custom' && !valueAt(input, issue.path).present) {
+      lines.push(where === '' ? 'a JSON object body is required' : `${where}: required (${text})`);
+      continue;
+    }
+    lines.push(where === '' ? (issue.code === 'custom' ? text : `body: ${text}`) : `${where}: ${text}`);
+  }
+  return lines.join('; ');
+}

@@ -1,0 +1,332 @@
+// The control API: JSON over HTTP that drives the emulator (SPEC §4).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { z } from 'zod';
+import { renderDocument, serializeDocument } from '../../protocol/render.js';
+import { formatIso, parseEventTime } from '../../protocol/time.js';
+import { checkApiVersion, LATEST_API_VERSION } from '../../protocol/versions.js';
+import type { ControlContext } from '../context.js';
+import type { EngineEvent, Operation } from '../engine/engine.js';
+import { EngineError } from '../engine/errors.js';
+import { vmToSpec, type Vm } from '../engine/fleet.js';
+import { buildOpenApiDocument, ROUTES } from './openapi.js';
+import {
+  AdvanceBody,
+  describeIssues,
+  FaultBody,
+  OperationBody,
+  VmBody,
+  type ClockResponse,
+  type EventResponse,
+  type FleetResponse,
+  type OperationCreated,
+  type OperationResponse,
+  type VmResponse,
+} from './schemas.js';
+import { StreamHub } from './stream.js';
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface ControlServerOptions {
+  logger?: boolean | object;
+  /** Addition: the stream's keep-alive period, so tests need not wait 15 s. */
+  streamKeepAliveMs?: number;
+}
+
+/** An error whose status and message go to the client as they are. */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+const ENGINE_STATUS = { invalid: 400, 'not-found': 404, conflict: 409 } as const;
+
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
+  const result = schema.safeParse(body);
+  if (!result.success) throw new HttpError(400, describeIssues(result.error.issues, body));
+  return result.data;
+}
+
+function vmJson(ctx: ControlContext, vm: Vm): VmResponse {
+  return vmToSpec(vm, ctx.engine.fleet.tenantOf(vm));
+}
+
+function eventJson(e: EngineEvent): EventResponse {
+  const iso = (ms: number | null) => (ms === null ? null : formatIso(ms));
+  return {
+    id: e.id,
+    operation: e.operationId,
+    tenant: e.tenant,
+    type: e.type,
+    source: e.source,
+    status: e.status,
+    resources: [...e.resources],
+    description: e.description,
+    durationInSeconds: e.durationInSeconds,
+    createdAt: formatIso(e.createdAt),
+    notBefore: formatIso(e.notBefore),
+    startedAt: iso(e.startedAt),
+    endsAt: iso(e.endsAt),
+    startedBy: e.startedBy,
+    approvals: e.approvals.map((a) => ({ vm: a.vm, at: formatIso(a.at) })),
+  };
+}
+
+function operationJson(o: Operation): OperationResponse {
+  return { ...o, createdAt: formatIso(o.createdAt) };
+}
+
+function clockJson(ctx: ControlContext): ClockResponse {
+  return { now: formatIso(ctx.clock.now()), mode: ctx.clock.mode, factor: ctx.engine.timing.factor };
+}
+
+function fleetJson(ctx: ControlContext): FleetResponse {
+  const { fleet } = ctx.engine;
+  return {
+    vms: [...fleet.vms.values()].map((vm) => vmJson(ctx, vm)),
+    tenants: [...fleet.tenants.values()].map((t) => ({
+      name: t.name,
+      kind: t.kind,
+      faultDomainCount: t.faultDomainCount,
+      vms: [...t.vms],
+    })),
+    hosts: [...fleet.hosts.values()].map((h) => ({
+      name: h.name,
+      vms: [...h.vms],
+      tenants: [...new Set([...h.vms].map((name) => fleet.vms.get(name)!.tenant))],
+    })),
+  };
+}
+
+function digest(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/** Constant time whatever the lengths: both sides are hashed to 32 bytes first. */
+function tokenMatches(header: string | undefined, expected: Buffer): boolean {
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
+  const given = digest(m?.[1] ?? '');
+  return timingSafeEqual(given, expected) && m !== null;
+}
+
+function matcher(path: string): RegExp {
+  const source = path
+    .split('/')
+    .map((seg) => (seg.startsWith(':') ? '[^/]+' : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/');
+  return new RegExp(`^${source}$`);
+}
+
+function apiVersionOf(query: unknown): unknown {
+  return typeof query === 'object' && query !== null ? (query as Record<string, unknown>)['api-version'] : undefined;
+}
+
+export function buildControlServer(ctx: ControlContext, options: ControlServerOptions = {}): FastifyInstance {
+  const { engine, faults, rateLimiter } = ctx;
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    // Stopping the emulator should not wait for clients' idle or half-open sockets; streams end in preClose.
+    forceCloseConnections: true,
+  });
+  const hub = new StreamHub(engine, { keepAliveMs: options.streamKeepAliveMs });
+  const expectedToken = ctx.token !== undefined && ctx.token !== '' ? digest(ctx.token) : null;
+  const openapi = buildOpenApiDocument({ secured: expectedToken !== null });
+
+  // Known paths, for telling 405 from 404.
+  const known: { re: RegExp; methods: Set<string> }[] = [];
+  // A route without a description would be silently missing from the OpenAPI document.
+  const described = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const m of methods) {
+      if (m !== 'HEAD' && !described.has(`${m} ${route.url}`)) throw new Error(`route ${m} ${route.url} is not in openapi.ts`);
+    }
+    const re = matcher(route.url ?? route.path);
+    const entry = known.find((k) => k.re.source === re.source);
+    if (entry) for (const m of methods) entry.methods.add(m);
+    else known.push({ re, methods: new Set(methods) });
+  });
+
+  // Only JSON bodies; other content types get fastify's 415, reworded below.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    // An empty body is "no body", so bodiless POSTs may still send the JSON content type.
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text) as unknown);
+    } catch (e) {
+      done(new HttpError(400, `body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`), undefined);
+    }
+  });
+
+  if (expectedToken !== null) {
+    app.addHook('onRequest', async (request, reply) => {
+      if (tokenMatches(request.headers.authorization, expectedToken)) return;
+      reply.header('www-authenticate', 'Bearer').code(401);
+      return reply.send({ error: 'missing or wrong bearer token' });
+    });
+  }
+
+  app.addHook('preClose', async () => hub.closeAll());
+
+  app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '';
+    const entry = known.find((k) => k.re.test(path));
+    if (entry) {
+      const allow = [...entry.methods].sort().join(', ');
+      return reply.code(405).header('allow', allow).send({ error: `${request.method} is not allowed on ${path}; use ${allow}` });
+    }
+    return reply.code(404).send({ error: `no route ${request.method} ${path}` });
+  });
+
+  app.setErrorHandler(async (error: unknown, request, reply) => {
+    if (error instanceof HttpError) return reply.code(error.statusCode).send({ error: error.message });
+    if (error instanceof EngineError) return reply.code(ENGINE_STATUS[error.code]).send({ error: error.message });
+    const e = error as { code?: unknown; statusCode?: unknown; message?: unknown };
+    switch (e.code) {
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return reply.code(413).send({ error: `request body is larger than 1 MiB (${BODY_LIMIT_BYTES} bytes)` });
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
+        const type = request.headers['content-type'];
+        const what = type === undefined || type.trim() === '' ? 'a body without a content-type' : `content-type ${type}`;
+        return reply.code(415).send({
+          error: `${what} is not accepted; send application/json`,
+        });
+      }
+    }
+    if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+      return reply.code(e.statusCode).send({ error: typeof e.message === 'string' ? e.message : 'bad request' });
+    }
+    request.log.error({ err: error }, 'control API handler failed');
+    return reply.code(500).send({ error: 'internal error in the emulator; see its log' });
+  });
+
+  // ---- fleet ---------------------------------------------------------------------
+
+  app.get('/v1/fleet', async () => fleetJson(ctx));
+
+  app.post('/v1/vms', async (request, reply) => {
+    const body = parseBody(VmBody, request.body);
+    const vm = engine.addVm(body);
+    return reply.code(201).send(vmJson(ctx, vm));
+  });
+
+  app.get<{ Params: { name: string } }>('/v1/vms/:name', async (request) =>
+    vmJson(ctx, engine.fleet.get(request.params.name)),
+  );
+
+  app.delete<{ Params: { name: string } }>('/v1/vms/:name', async (request) => {
+    const spec = vmJson(ctx, engine.fleet.get(request.params.name));
+    engine.removeVm(request.params.name);
+    return spec;
+  });
+
+  app.get<{ Params: { name: string } }>('/v1/vms/:name/document', async (request, reply) => {
+    const raw = apiVersionOf(request.query);
+    const check = checkApiVersion(raw === undefined ? LATEST_API_VERSION : raw);
+    if (!check.ok) return reply.code(400).send(check.body);
+    const doc = engine.documentFor(request.params.name);
+    const etag = `"${doc.incarnation}"`;
+    reply.header('etag', etag);
+    // [choice] As on the IMDS side: the current tag, quoted or not, gets 304.
+    const ifNoneMatch = request.headers['if-none-match'];
+    if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '').replace(/"/g, '') === String(doc.incarnation))) {
+      return reply.code(304).send();
+    }
+    const body = serializeDocument(renderDocument(doc.incarnation, doc.events, check.version));
+    return reply.type('application/json; charset=utf-8').send(body);
+  });
+
+  // ---- operations and events -------------------------------------------------------
+
+  app.post('/v1/operations', async (request, reply) => {
+    const body = parseBody(OperationBody, request.body);
+    let notBefore: number | undefined;
+    if (body.notBefore !== undefined) {
+      try {
+        notBefore = parseEventTime(body.notBefore) ?? undefined;
+      } catch (e) {
+        throw new HttpError(400, `notBefore: ${(e instanceof Error ? e.message : String(e)).replace(/^NotBefore /, '')}`);
+      }
+      if (notBefore === undefined) throw new HttpError(400, 'notBefore: must be a time, not empty');
+    }
+    const op = engine.createOperation({ ...body, notBefore });
+    const created: OperationCreated = {
+      operation: op.id,
+      events: op.events,
+      removedVms: op.removedVms,
+      reimagedVms: op.reimagedVms,
+    };
+    return reply.code(201).send(created);
+  });
+
+  app.get('/v1/operations', async () => ({ operations: engine.operations().map(operationJson) }));
+
+  app.get('/v1/events', async () => ({ events: engine.events().map(eventJson) }));
+
+  app.get<{ Params: { id: string } }>('/v1/events/:id', async (request) => ({
+    event: eventJson(engine.event(request.params.id)),
+  }));
+
+  app.post<{ Params: { id: string } }>('/v1/events/:id/cancel', async (request) => ({
+    event: eventJson(engine.cancel(request.params.id)),
+  }));
+
+  app.post<{ Params: { id: string } }>('/v1/events/:id/complete', async (request) => ({
+    event: eventJson(engine.complete(request.params.id)),
+  }));
+
+  // ---- clock, faults, reset ----------------------------------------------------------
+
+  app.get('/v1/clock', async () => clockJson(ctx));
+
+  app.post('/v1/clock/advance', async (request) => {
+    const { seconds } = parseBody(AdvanceBody, request.body);
+    const clock = ctx.clock as { mode: string; advance?: (ms: number) => number };
+    if (clock.mode !== 'manual' || typeof clock.advance !== 'function') {
+      throw new HttpError(409, 'the clock is system time; start the emulator with --clock manual to advance it');
+    }
+    clock.advance(seconds * 1000);
+    engine.tick();
+    return clockJson(ctx);
+  });
+
+  app.post('/v1/faults', async (request, reply) => {
+    const body = parseBody(FaultBody, request.body);
+    if (body.vm !== undefined) engine.fleet.get(body.vm);
+    return reply.code(201).send({ fault: faults.add(body) });
+  });
+
+  app.get('/v1/faults', async () => ({ faults: faults.list() }));
+
+  app.delete('/v1/faults', async () => {
+    const cleared = faults.size;
+    faults.clear();
+    return { ok: true, cleared };
+  });
+
+  app.post('/v1/reset', async () => {
+    engine.reset();
+    faults.clear();
+    rateLimiter.reset();
+    return { ok: true };
+  });
+
+  // ---- stream and description ----------------------------------------------------------
+
+  app.get('/v1/stream', (request, reply) => {
+    reply.hijack();
+    hub.open(reply.raw);
+  });
+
+  app.get('/v1/openapi.json', async () => openapi);
+
+  return app;
+}
