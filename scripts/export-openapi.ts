@@ -1,0 +1,14 @@
+// Writes docs/openapi.json from the control API's own schemas: `npm run docs:openapi`.
+import { writeFileSync } from 'node:fs';
+import { buildOpenApiDocument } from '../src/emulator/control/openapi.js';
+
+export const OPENAPI_PATH = new URL('../docs/openapi.json', import.meta.url);
+
+export function renderOpenApi(): string {
+  return `${JSON.stringify(buildOpenApiDocument({ secured: true }), null, 2)}\n`;
+}
+
+if (process.argv[1] === new URL(import.meta.url).pathname) {
+  writeFileSync(OPENAPI_PATH, renderOpenApi());
+  console.log(`wrote ${OPENAPI_PATH.pathname}`);
+}

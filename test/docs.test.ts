@@ -1,0 +1,18 @@
+// The docs that describe contracts must match the code.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { OPENAPI_PATH, renderOpenApi } from '../scripts/export-openapi.js';
+import { ROUTES } from '../src/emulator/control/openapi.js';
+
+test('docs/openapi.json is the description the control API serves (run `npm run docs:openapi`)', () => {
+  assert.equal(readFileSync(OPENAPI_PATH, 'utf8'), renderOpenApi());
+});
+
+test('the README lists every control API route', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  for (const route of ROUTES) {
+    const path = route.path.replace(/:name/g, 'NAME').replace(/:id/g, 'ID');
+    assert.ok(readme.includes(`${route.method} ${path}`), `README does not mention ${route.method} ${path}`);
+  }
+});
