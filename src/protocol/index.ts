@@ -4,3 +4,4 @@ export * from './versions.js';
 export * from './time.js';
 export * from './render.js';
 export * from './approval.js';
+export * from './etag.js';

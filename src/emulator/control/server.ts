@@ -2,6 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
+import { etagOf, ifNoneMatchHits } from '../../protocol/etag.js';
 import { renderDocument, serializeDocument } from '../../protocol/render.js';
 import { formatIso, parseEventTime } from '../../protocol/time.js';
 import { checkApiVersion, LATEST_API_VERSION } from '../../protocol/versions.js';
@@ -233,13 +234,10 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     const check = checkApiVersion(raw === undefined ? LATEST_API_VERSION : raw);
     if (!check.ok) return reply.code(400).send(check.body);
     const doc = engine.documentFor(request.params.name);
-    const etag = `"${doc.incarnation}"`;
-    reply.header('etag', etag);
-    // [choice] As on the IMDS side: the current tag, quoted or not, gets 304.
+    reply.header('etag', etagOf(doc.incarnation));
+    // As on the IMDS side: the current tag gets 304.
     const ifNoneMatch = request.headers['if-none-match'];
-    if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '').replace(/"/g, '') === String(doc.incarnation))) {
-      return reply.code(304).send();
-    }
+    if (ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, doc.incarnation)) return reply.code(304).send();
     const body = serializeDocument(renderDocument(doc.incarnation, doc.events, check.version));
     return reply.type('application/json; charset=utf-8').send(body);
   });

@@ -2,11 +2,10 @@
 import type { Engine } from '../engine/engine.js';
 import { renderDocument, serializeDocument } from '../../protocol/render.js';
 import type { ApiVersion } from '../../protocol/versions.js';
+import { etagOf } from '../../protocol/etag.js';
 
 export interface RenderedDocument {
   incarnation: number;
-  /** The incarnation as an unquoted entity tag. */
-  tag: string;
   /** The ETag header value: the tag quoted. */
   etag: string;
   body: Buffer;
@@ -38,11 +37,9 @@ export class DocumentCache {
   #render(vm: string, version: ApiVersion): RenderedDocument {
     // The document's own incarnation is the key: it is read together with its events.
     const doc = this.engine.documentFor(vm);
-    const tag = String(doc.incarnation);
     const rendered: RenderedDocument = {
       incarnation: doc.incarnation,
-      tag,
-      etag: `"${tag}"`,
+      etag: etagOf(doc.incarnation),
       body: Buffer.from(serializeDocument(renderDocument(doc.incarnation, doc.events, version))),
     };
     let entry = this.#byVm.get(vm);
@@ -58,20 +55,4 @@ export class DocumentCache {
   #sweep(): void {
     for (const name of this.#byVm.keys()) if (!this.engine.fleet.vms.has(name)) this.#byVm.delete(name);
   }
-}
-
-/**
- * True if an If-None-Match header names this tag: quoted or not, weak (W/) or not,
- * alone or in a comma-separated list, or `*`.
- */
-export function ifNoneMatchHits(header: string, doc: RenderedDocument): boolean {
-  if (header === doc.etag || header === doc.tag) return true;
-  for (const part of header.split(',')) {
-    let t = part.trim();
-    if (t === '*') return true;
-    if (t.startsWith('W/') || t.startsWith('w/')) t = t.slice(2);
-    if (t.length >= 2 && t.startsWith('"') && t.endsWith('"')) t = t.slice(1, -1);
-    if (t === doc.tag) return true;
-  }
-  return false;
 }

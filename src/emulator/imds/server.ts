@@ -17,7 +17,8 @@ import type { ImdsContext } from '../context.js';
 import { EngineError, type EngineErrorCode } from '../engine/errors.js';
 import type { Fault } from '../faults.js';
 import { computeMetadata } from './compute.js';
-import { DocumentCache, ifNoneMatchHits } from './document-cache.js';
+import { ifNoneMatchHits } from '../../protocol/etag.js';
+import { DocumentCache } from './document-cache.js';
 import { identify, type ImdsPath } from './identity.js';
 import { ERROR_BODIES, FAULT_BODIES, JSON_CONTENT_TYPE, sendError, sendErrorBody, sendJson } from './responses.js';
 
@@ -145,7 +146,7 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     const doc = documents.get(request.imdsVm, request.imdsVersion as ApiVersion);
     reply.header('etag', doc.etag);
     const ifNoneMatch = request.headers['if-none-match'];
-    if (ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, doc)) {
+    if (ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, doc.incarnation)) {
       reply.code(304).send();
       return;
     }
