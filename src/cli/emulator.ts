@@ -1,0 +1,224 @@
+// `forewarn emulator`: run the local Scheduled Events service until SIGINT/SIGTERM.
+import type { Command } from 'commander';
+import { LATEST_API_VERSION } from '../protocol/versions.js';
+import { parseTimingFactor } from '../emulator/engine/timing.js';
+import { Emulator } from '../emulator/emulator.js';
+import { DEFAULT_RATE_LIMIT } from '../emulator/rate-limit.js';
+import { FleetFileError, loadFleetFile } from '../emulator/fleet-file.js';
+import { StateFileError } from '../emulator/state-file.js';
+import type { VmSpec } from '../emulator/engine/fleet.js';
+import { isLoopback, parseHostPort, type HostPort } from './address.js';
+import { CliError, UsageError, type Io } from './errors.js';
+
+export const DEFAULT_IMDS = '127.0.0.1:8169';
+export const DEFAULT_CONTROL = '127.0.0.1:8170';
+
+/** The flags as commander hands them over: strings, checked by parseEmulatorOptions. */
+export interface RawEmulatorFlags {
+  imds?: string;
+  control?: string;
+  fleet?: string;
+  timing?: string;
+  clock?: string;
+  rateLimit?: string;
+  activation?: string;
+  state?: string;
+  token?: string;
+  logLevel?: string;
+}
+
+export interface EmulatorCliOptions {
+  imds: HostPort;
+  control: HostPort;
+  fleetPath?: string | undefined;
+  fleet?: VmSpec[] | undefined;
+  timingFactor: number;
+  clock: 'system' | 'manual';
+  rateLimit: number;
+  statePath?: string | undefined;
+  token?: string | undefined;
+  logLevel: string;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Checks every flag and reads the fleet file; any problem is a UsageError (exit 2). */
+export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {}): EmulatorCliOptions {
+  const activation = flags.activation ?? 'off';
+  if (activation === 'realistic') {
+    throw new UsageError('--activation realistic is not supported yet; only --activation off (the default) works');
+  }
+  if (activation !== 'off') throw new UsageError(`--activation must be realistic or off, got "${activation}"`);
+  const clock = flags.clock ?? 'system';
+  if (clock !== 'system' && clock !== 'manual') throw new UsageError(`--clock must be system or manual, got "${clock}"`);
+  let timingFactor: number;
+  try {
+    timingFactor = parseTimingFactor(flags.timing ?? 'realistic');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const rateText = flags.rateLimit ?? String(DEFAULT_RATE_LIMIT);
+  const rateLimit = Number(rateText);
+  if (rateText.trim() === '' || !Number.isFinite(rateLimit) || rateLimit < 0) {
+    throw new UsageError(`--rate-limit must be a number of requests a second, 0 or more (0 turns it off), got "${rateText}"`);
+  }
+  const logLevel = flags.logLevel ?? env.FOREWARN_LOG_LEVEL ?? 'warn';
+  if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  // An empty FOREWARN_TOKEN means unset; an empty --token is a mistake.
+  const token = flags.token ?? (env.FOREWARN_TOKEN || undefined);
+  if (token !== undefined && token.trim() === '') throw new UsageError('--token must not be empty');
+  let fleet: VmSpec[] | undefined;
+  if (flags.fleet !== undefined) {
+    try {
+      fleet = loadFleetFile(flags.fleet);
+    } catch (err) {
+      if (err instanceof FleetFileError) throw new UsageError(err.message);
+      throw err;
+    }
+  }
+  return {
+    imds: parseHostPort(flags.imds ?? DEFAULT_IMDS, '--imds'),
+    control: parseHostPort(flags.control ?? DEFAULT_CONTROL, '--control'),
+    fleetPath: flags.fleet,
+    fleet,
+    timingFactor,
+    clock,
+    rateLimit,
+    statePath: flags.state,
+    token: token || undefined,
+    logLevel,
+  };
+}
+
+export interface RunningEmulator {
+  emulator: Emulator;
+  imdsUrl: string;
+  controlUrl: string;
+}
+
+/** Creates and starts the emulator and prints where it is; does not install signal handlers. */
+export async function startEmulator(options: EmulatorCliOptions, io: Io, logStream?: NodeJS.WritableStream): Promise<RunningEmulator> {
+  if (!isLoopback(options.control.host) && options.token === undefined) {
+    io.stderr(
+      `forewarn: warning: the control API on ${options.control.host} is reachable from other machines and has no token; ` +
+        'anyone who can reach it can change the fleet. Pass --token or FOREWARN_TOKEN.\n',
+    );
+  }
+  let emulator: Emulator;
+  try {
+    emulator = await Emulator.create({
+      fleet: options.fleet,
+      clock: options.clock,
+      timingFactor: options.timingFactor,
+      rateLimit: options.rateLimit,
+      token: options.token,
+      statePath: options.statePath,
+      logger: options.logLevel === 'silent' ? false : { level: options.logLevel, stream: logStream ?? process.stderr },
+    });
+  } catch (err) {
+    if (err instanceof StateFileError) throw new UsageError(err.message);
+    throw err;
+  }
+  let urls: { imdsUrl: string; controlUrl: string };
+  try {
+    urls = await emulator.listen({ imds: options.imds, control: options.control });
+  } catch (err) {
+    await emulator.close();
+    throw new CliError(listenProblem(err as NodeJS.ErrnoException, options));
+  }
+  if (emulator.restoredFrom && options.fleetPath) {
+    io.stderr(`forewarn: carrying on from ${emulator.restoredFrom}; the fleet in ${options.fleetPath} is ignored (the state file wins)\n`);
+  }
+  io.stdout(banner(emulator, urls, options));
+  return { emulator, ...urls };
+}
+
+function listenProblem(err: NodeJS.ErrnoException & { address?: string; port?: number }, options: EmulatorCliOptions): string {
+  const where = err.address !== undefined && err.port !== undefined ? `${err.address}:${err.port}` : `${options.imds.host}/${options.control.host}`;
+  if (err.code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (is another emulator running?)`;
+  if (err.code === 'EACCES') return `cannot listen on ${where}: permission denied`;
+  if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${where}: no such local address`;
+  return `cannot listen on ${where}: ${err.message}`;
+}
+
+/** What a first-time user needs: where it is, and commands to paste. */
+export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: string }, options: EmulatorCliOptions): string {
+  const vms = [...emulator.engine.fleet.vms.keys()];
+  const lines = [
+    `forewarn emulator: ${vms.length} VM${vms.length === 1 ? '' : 's'} (${summarize(vms)}), ` +
+      `clock ${options.clock}, timing x${options.timingFactor}${emulator.restoredFrom ? `, state from ${emulator.restoredFrom}` : ''}`,
+    `IMDS:    ${urls.imdsUrl}`,
+    `Control: ${urls.controlUrl}`,
+  ];
+  const vm = vms[0];
+  if (vm !== undefined) {
+    const prefix = vms.length > 1 ? `/vms/${vm}` : '';
+    const auth = options.token !== undefined ? ` -H "Authorization: Bearer $FOREWARN_TOKEN"` : '';
+    lines.push(
+      '',
+      `Read ${vm}'s Scheduled Events document:`,
+      `  curl -s -H 'Metadata: true' '${urls.imdsUrl}${prefix}/metadata/scheduledevents?api-version=${LATEST_API_VERSION}'`,
+      `Schedule a Freeze of ${vm}:`,
+      `  curl -s -X POST${auth} -H 'Content-Type: application/json' -d '{"type":"freeze","vms":["${vm}"]}' ${urls.controlUrl}/v1/operations`,
+    );
+    if (options.clock === 'manual') {
+      lines.push(
+        'Move the manual clock 15 minutes on:',
+        `  curl -s -X POST${auth} -H 'Content-Type: application/json' -d '{"seconds":900}' ${urls.controlUrl}/v1/clock/advance`,
+      );
+    }
+  }
+  lines.push('', 'Press Ctrl+C to stop.', '');
+  return lines.join('\n');
+}
+
+function summarize(names: string[]): string {
+  return names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')}, …`;
+}
+
+/** [choice] Wait this long for open connections (e.g. SSE streams) before exiting anyway. */
+const SHUTDOWN_GRACE_MS = 5000;
+
+export function registerEmulatorCommand(program: Command, io: Io): void {
+  program
+    .command('emulator')
+    .description('run a local Scheduled Events service (IMDS) and its control API')
+    .option('--imds <HOST:PORT>', 'where IMDS listens', DEFAULT_IMDS)
+    .option('--control <HOST:PORT>', 'where the control API listens', DEFAULT_CONTROL)
+    .option('--fleet <FILE>', 'fleet of VMs, tenants and hosts (YAML or JSON); default: one standalone VM "vm0"')
+    .option('--timing <realistic|dev|FACTOR>', 'speed of every duration: realistic, dev (60x faster) or a factor', 'realistic')
+    .option('--clock <system|manual>', 'system time, or a clock moved through the control API', 'system')
+    .option('--rate-limit <N>', 'IMDS requests a second per VM before 429; 0 turns it off', String(DEFAULT_RATE_LIMIT))
+    .option('--activation <realistic|off>', 'Scheduled Events activation delays (only off is supported yet)', 'off')
+    .option('--state <FILE>', 'keep state in FILE across restarts')
+    .option('--token <TOKEN>', 'bearer token the control API requires (env FOREWARN_TOKEN)')
+    .option('--log-level <LEVEL>', 'server log level on stderr (env FOREWARN_LOG_LEVEL)')
+    .action(async (flags: RawEmulatorFlags) => {
+      const options = parseEmulatorOptions(flags, io.env);
+      const { emulator } = await startEmulator(options, io);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: NodeJS.Signals) => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          io.stderr(`forewarn: ${signal}: stopping\n`);
+          const grace = setTimeout(() => {
+            io.stderr('forewarn: connections still open; exiting anyway\n');
+            resolve();
+          }, SHUTDOWN_GRACE_MS);
+          grace.unref();
+          emulator.close().then(
+            () => {
+              clearTimeout(grace);
+              resolve();
+            },
+            (err: Error) => {
+              io.stderr(`forewarn: error while stopping: ${err.message}\n`);
+              resolve();
+            },
+          );
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+    });
+}

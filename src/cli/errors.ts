@@ -1,0 +1,26 @@
+// How the CLI fails: usage problems exit 2, runtime problems exit 1; neither prints a stack.
+
+/** A bad flag, argument or input file: exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+  readonly exitCode = 2;
+}
+
+/** Something went wrong while doing what was asked: exit code 1. */
+export class CliError extends Error {
+  override name = 'CliError';
+  readonly exitCode = 1;
+}
+
+/** Where a command writes; tests pass their own. */
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+}
+
+export const processIo: Io = {
+  stdout: (text) => void process.stdout.write(text),
+  stderr: (text) => void process.stderr.write(text),
+  env: process.env,
+};

@@ -1,0 +1,166 @@
+// `forewarn trigger`: create maintenance through the emulator's control API.
+import type { Command } from 'commander';
+import { formatIso, parseEventTime } from '../protocol/time.js';
+import { OPERATION_TYPES, isOperationType } from '../emulator/engine/operations.js';
+import { CliError, UsageError, type Io } from './errors.js';
+
+export const DEFAULT_CONTROL_URL = 'http://127.0.0.1:8170';
+
+/** [choice] Long enough for a busy emulator, short enough that a hung one is noticed. */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+export interface RawTriggerFlags {
+  vm?: string[];
+  host?: string;
+  tenant?: string;
+  control?: string;
+  notBefore?: string;
+  duration?: string;
+  description?: string;
+  force?: boolean;
+  token?: string;
+  json?: boolean;
+}
+
+export interface TriggerRequest {
+  controlUrl: string;
+  token?: string | undefined;
+  json: boolean;
+  body: {
+    type: string;
+    vms?: string[];
+    host?: string;
+    tenant?: string;
+    notBefore?: string;
+    durationInSeconds?: number;
+    description?: string;
+    force?: boolean;
+  };
+}
+
+/** Checks the arguments without any I/O; problems are UsageErrors (exit 2). */
+export function parseTriggerArgs(operation: string, flags: RawTriggerFlags, env: Io['env'] = {}): TriggerRequest {
+  if (!isOperationType(operation)) {
+    throw new UsageError(`unknown operation "${operation}"; expected one of ${OPERATION_TYPES.join(', ')}`);
+  }
+  // `--vm a b`, `--vm a --vm b` and `--vm a,b` all name two VMs.
+  const vms = (flags.vm ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const targets = [vms.length > 0, flags.host !== undefined, flags.tenant !== undefined].filter(Boolean).length;
+  if (targets !== 1) throw new UsageError('name the target with exactly one of --vm NAME..., --host HOST or --tenant TENANT');
+  const body: TriggerRequest['body'] = { type: operation };
+  if (vms.length > 0) body.vms = vms;
+  if (flags.host !== undefined) body.host = flags.host;
+  if (flags.tenant !== undefined) body.tenant = flags.tenant;
+  if (flags.notBefore !== undefined) {
+    let at: number | null;
+    try {
+      at = parseEventTime(flags.notBefore);
+    } catch {
+      at = null;
+    }
+    if (at === null) throw new UsageError(`--not-before must be an ISO 8601 time such as 2030-01-01T00:15:00Z, got "${flags.notBefore}"`);
+    body.notBefore = formatIso(at);
+  }
+  if (flags.duration !== undefined) {
+    const n = Number(flags.duration);
+    if (!/^-?\d+$/.test(flags.duration.trim()) || n < -1) {
+      throw new UsageError(`--duration must be whole seconds, -1 (unknown) or more, got "${flags.duration}"`);
+    }
+    body.durationInSeconds = n;
+  }
+  if (flags.description !== undefined) body.description = flags.description;
+  if (flags.force) body.force = true;
+  const controlUrl = (flags.control ?? env.FOREWARN_CONTROL ?? DEFAULT_CONTROL_URL).replace(/\/+$/, '');
+  let url: URL;
+  try {
+    url = new URL(controlUrl);
+  } catch {
+    throw new UsageError(`--control must be a URL such as ${DEFAULT_CONTROL_URL}, got "${controlUrl}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--control must be an http(s) URL, got "${controlUrl}"`);
+  const token = flags.token ?? env.FOREWARN_TOKEN;
+  return { controlUrl, token: token || undefined, json: flags.json ?? false, body };
+}
+
+interface OperationCreated {
+  operation: string;
+  events: string[];
+  removedVms?: string[];
+  reimagedVms?: string[];
+}
+
+/** POSTs the operation and prints what it created; failures are CliErrors (exit 1). */
+export async function runTrigger(request: TriggerRequest, io: Io, fetchImpl: typeof fetch = fetch): Promise<OperationCreated> {
+  const url = `${request.controlUrl}/v1/operations`;
+  let response: Response;
+  try {
+    response = await fetchImpl(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        ...(request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {}),
+      },
+      body: JSON.stringify(request.body),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  } catch (err) {
+    throw new CliError(connectionProblem(err, request.controlUrl));
+  }
+  const text = await response.text();
+  let data: unknown;
+  try {
+    data = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    data = undefined;
+  }
+  if (!response.ok) {
+    const message = (data as { error?: unknown } | undefined)?.error;
+    throw new CliError(`the control API refused: ${response.status} ${typeof message === 'string' ? message : response.statusText || text}`);
+  }
+  const created = data as OperationCreated | undefined;
+  if (!created || typeof created.operation !== 'string' || !Array.isArray(created.events)) {
+    throw new CliError(`unexpected answer from ${url}: ${text.slice(0, 200)}`);
+  }
+  if (request.json) {
+    io.stdout(`${JSON.stringify(created, null, 2)}\n`);
+  } else {
+    const lines = [`operation ${created.operation}`];
+    for (const id of created.events) lines.push(`event ${id}`);
+    if (created.events.length === 0) lines.push('no events');
+    if (created.removedVms?.length) lines.push(`removed at once (no terminate notification): ${created.removedVms.join(', ')}`);
+    if (created.reimagedVms?.length) lines.push(`reimaged at once (no OS image notification): ${created.reimagedVms.join(', ')}`);
+    io.stdout(`${lines.join('\n')}\n`);
+  }
+  return created;
+}
+
+function connectionProblem(err: unknown, controlUrl: string): string {
+  const e = err as Error & { cause?: { code?: string; message?: string } };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') {
+    return `no answer from the control API at ${controlUrl} within ${REQUEST_TIMEOUT_MS / 1000} s`;
+  }
+  const code = e.cause?.code;
+  if (code === 'ECONNREFUSED') return `cannot reach the control API at ${controlUrl}: connection refused (is \`forewarn emulator\` running?)`;
+  if (code === 'ENOTFOUND') return `cannot reach the control API at ${controlUrl}: unknown host`;
+  return `cannot reach the control API at ${controlUrl}: ${e.cause?.message ?? e.message}`;
+}
+
+export function registerTriggerCommand(program: Command, io: Io): void {
+  program
+    .command('trigger')
+    .description('create maintenance through the control API')
+    .argument('<OPERATION>', OPERATION_TYPES.join(', '))
+    .option('--vm <NAME...>', 'the VMs (repeatable; also takes several names)')
+    .option('--host <HOST>', 'every VM on a host')
+    .option('--tenant <TENANT>', 'every VM of a tenant')
+    .option('--control <URL>', `control API (default ${DEFAULT_CONTROL_URL}, env FOREWARN_CONTROL)`)
+    .option('--not-before <ISO>', 'NotBefore as an ISO 8601 time')
+    .option('--duration <SECONDS>', 'DurationInSeconds')
+    .option('--description <TEXT>', 'Description')
+    .option('--force', 'allow a NotBefore earlier than the minimum notice')
+    .option('--token <TOKEN>', 'bearer token of the control API (env FOREWARN_TOKEN)')
+    .option('--json', 'print the JSON answer')
+    .action(async (operation: string, flags: RawTriggerFlags) => {
+      await runTrigger(parseTriggerArgs(operation, flags, io.env), io);
+    });
+}

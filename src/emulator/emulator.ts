@@ -1,0 +1,193 @@
+// The runtime: one engine behind the IMDS and control servers, a timer that keeps time moving, and the state file.
+import { isIP, type AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { formatIso } from '../protocol/time.js';
+import { ManualClock, SystemClock, wallClock, type Clock } from './engine/clock.js';
+import { Engine, type EngineSnapshot } from './engine/engine.js';
+import { EngineError } from './engine/errors.js';
+import type { VmSpec } from './engine/fleet.js';
+import { Timing } from './engine/timing.js';
+import { buildControlServer } from './control/server.js';
+import { FaultRegistry } from './faults.js';
+import { buildImdsServer } from './imds/server.js';
+import { DEFAULT_RATE_LIMIT, RateLimiter } from './rate-limit.js';
+import { StateFileError, StateFileWriter, loadStateFile } from './state-file.js';
+
+export interface EmulatorOptions {
+  /** Absent: one standalone VM named vm0. */
+  fleet?: VmSpec[];
+  clock?: 'system' | 'manual' | Clock;
+  timingFactor?: number;
+  /** Requests a second per VM; 0 turns the limit off. */
+  rateLimit?: number;
+  token?: string;
+  statePath?: string;
+  logger?: boolean | object;
+  newId?: () => string;
+}
+
+export interface ListenOptions {
+  imds: { host: string; port: number };
+  control: { host: string; port: number };
+}
+
+/** [choice] The fleet when none is given, as SPEC §4 says for the CLI. */
+export const DEFAULT_FLEET: readonly VmSpec[] = [{ name: 'vm0' }];
+
+/** Never sleep longer than this, so a suspended laptop or a clock jump is caught within a minute. */
+const MAX_TIMER_MS = 60_000;
+
+export class Emulator {
+  readonly #stateWriter: StateFileWriter | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt: number | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #closing: Promise<void> | undefined;
+
+  private constructor(
+    readonly engine: Engine,
+    readonly clock: Clock,
+    readonly faults: FaultRegistry,
+    readonly rateLimiter: RateLimiter,
+    readonly imds: FastifyInstance,
+    readonly control: FastifyInstance,
+    /** The state file this run carried on from, if any. */
+    readonly restoredFrom: string | undefined,
+    stateWriter: StateFileWriter | undefined,
+  ) {
+    this.#stateWriter = stateWriter;
+  }
+
+  static async create(options: EmulatorOptions = {}): Promise<Emulator> {
+    const statePath = options.statePath;
+    // Read the state first: a corrupt file must stop us before anything could overwrite it.
+    const snapshot = statePath === undefined ? undefined : loadStateFile(statePath);
+    const clock = makeClock(options.clock, snapshot);
+    const timing = new Timing(options.timingFactor ?? 1);
+    const engine = new Engine({
+      clock,
+      timing,
+      fleet: options.fleet ?? DEFAULT_FLEET,
+      ...(options.newId ? { newId: options.newId } : {}),
+    });
+    if (snapshot) {
+      try {
+        engine.restore(snapshot);
+      } catch (err) {
+        if (err instanceof EngineError) throw new StateFileError(`${statePath}: the saved state cannot be restored: ${err.message}`, statePath!);
+        throw err;
+      }
+    }
+    const faults = new FaultRegistry();
+    const rateLimiter = new RateLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT);
+    const serverOptions = options.logger === undefined ? {} : { logger: options.logger };
+    const imds = buildImdsServer({ engine, faults, rateLimiter }, serverOptions);
+    const control = buildControlServer({ engine, clock, faults, rateLimiter, token: options.token }, serverOptions);
+    if (snapshot) {
+      const message = `restored state from ${statePath}, saved at ${formatIso(snapshot.savedAt)}`;
+      if (options.fleet) control.log.warn(`${message}; the fleet given alongside it is ignored (the state file wins)`);
+      else control.log.info(message);
+    }
+    let writer: StateFileWriter | undefined;
+    if (statePath !== undefined) {
+      writer = new StateFileWriter(statePath, engine, (err) =>
+        control.log.error(`cannot save state to ${statePath}: ${err.message}`),
+      );
+      try {
+        writer.start();
+      } catch (err) {
+        await Promise.allSettled([imds.close(), control.close()]);
+        throw new StateFileError(`${statePath}: cannot write the state file: ${(err as Error).message}`, statePath);
+      }
+    }
+    const emulator = new Emulator(engine, clock, faults, rateLimiter, imds, control, snapshot ? statePath : undefined, writer);
+    emulator.#startTimer();
+    return emulator;
+  }
+
+  /** Starts both servers; port 0 picks a free port, and the URLs report the real ones. */
+  async listen(options: ListenOptions): Promise<{ imdsUrl: string; controlUrl: string }> {
+    await this.imds.listen({ host: options.imds.host, port: options.imds.port });
+    try {
+      await this.control.listen({ host: options.control.host, port: options.control.port });
+    } catch (err) {
+      await this.imds.close();
+      throw err;
+    }
+    return {
+      imdsUrl: urlFor(options.imds.host, (this.imds.server.address() as AddressInfo).port),
+      controlUrl: urlFor(options.control.host, (this.control.server.address() as AddressInfo).port),
+    };
+  }
+
+  /** Stops the timer, saves the state and closes both servers. Safe to call twice. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#stopTimer();
+      this.#stateWriter?.flush();
+      try {
+        await Promise.all([this.imds.close(), this.control.close()]);
+      } finally {
+        // Anything that changed while requests drained is saved too.
+        this.#stateWriter?.close();
+      }
+    })();
+    return this.#closing;
+  }
+
+  // With the system clock, nobody has to poll for NotBefore to pass: one timer sleeps until the next transition.
+  #startTimer(): void {
+    if (this.clock.mode !== 'system') return;
+    this.#unsubscribe = this.engine.onMutation(() => this.#arm());
+    this.#arm();
+  }
+
+  #arm(): void {
+    if (this.#closing) return;
+    const due = this.engine.nextDue();
+    if (due === undefined) {
+      this.#clearTimer();
+      return;
+    }
+    if (this.#timer && this.#timerAt === due) return;
+    this.#clearTimer();
+    const delay = Math.min(Math.max(0, due - this.clock.now()), MAX_TIMER_MS, 2 ** 31 - 1);
+    this.#timerAt = due;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = undefined;
+      try {
+        this.engine.tick();
+      } catch (err) {
+        this.control.log.error(`engine tick failed: ${(err as Error).message}`);
+      }
+      this.#arm();
+    }, delay);
+    this.#timer.unref();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAt = undefined;
+  }
+
+  #stopTimer(): void {
+    this.#clearTimer();
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+  }
+}
+
+function makeClock(option: EmulatorOptions['clock'], snapshot: EngineSnapshot | undefined): Clock {
+  if (option === undefined || option === 'system') return new SystemClock();
+  // [choice] A restarted manual clock resumes where the saved state left off, so time never runs backwards.
+  if (option === 'manual') return new ManualClock(Math.max(wallClock(), snapshot?.savedAt ?? 0));
+  return option;
+}
+
+/** A URL a local client can use; a wildcard bind is reached through loopback. */
+export function urlFor(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${isIP(h) === 6 ? `[${h}]` : h}:${port}`;
+}

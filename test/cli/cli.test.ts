@@ -1,0 +1,256 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { parseHostPort } from '../../src/cli/address.js';
+import { parseEmulatorOptions, startEmulator } from '../../src/cli/emulator.js';
+import type { Io } from '../../src/cli/errors.js';
+import { run } from '../../src/cli/program.js';
+import { parseTriggerArgs, runTrigger } from '../../src/cli/trigger.js';
+
+const repo = new URL('../..', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'forewarn-cli-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The CLI as a user runs it, minus the build step. */
+function spawnCli(args: string[], env: Record<string, string> = {}) {
+  const base = { ...process.env };
+  delete base.FOREWARN_CONTROL;
+  delete base.FOREWARN_TOKEN;
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    cwd: repo,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawnCli(args, env);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d));
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, stdout, stderr };
+}
+
+function captureIo(env: Record<string, string> = {}): Io & { out: string; err: string } {
+  const io = {
+    out: '',
+    err: '',
+    env,
+    stdout: (s: string) => void (io.out += s),
+    stderr: (s: string) => void (io.err += s),
+  };
+  return io;
+}
+
+function assertNoStack(text: string): void {
+  assert.doesNotMatch(text, /^\s+at /m, `stack trace in: ${text}`);
+}
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe('forewarn emulator and trigger, as processes', () => {
+  it('prints its URLs, serves the document, takes a trigger and stops on SIGTERM with 0', async () => {
+    const child = spawnCli(['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      const urls = await new Promise<{ imds: string; control: string }>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URLs within 20 s; stdout: ${stdout}; stderr: ${stderr}`)), 20_000);
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d;
+          const imds = /^IMDS:\s+(http:\/\/\S+)$/m.exec(stdout)?.[1];
+          const control = /^Control:\s+(http:\/\/\S+)$/m.exec(stdout)?.[1];
+          if (imds && control) {
+            clearTimeout(timer);
+            resolve({ imds, control });
+          }
+        });
+        child.on('close', () => reject(new Error(`exited early; stderr: ${stderr}`)));
+      });
+      // The printed curl line, done with fetch.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.match(stdout, /curl -s -H 'Metadata: true' 'http:\/\/127\.0\.0\.1:\d+\/metadata\/scheduledevents\?api-version=2020-07-01'/);
+      assert.match(stdout, /\/v1\/operations/);
+      const docUrl = `${urls.imds}/metadata/scheduledevents?api-version=2020-07-01`;
+      const first = await fetch(docUrl, { headers: { Metadata: 'true' } });
+      assert.equal(first.status, 200);
+      assert.deepEqual(await first.json(), { DocumentIncarnation: 1, Events: [] });
+
+      const trigger = await runCli(['trigger', 'freeze', '--vm', 'vm0', '--control', urls.control]);
+      assert.equal(trigger.code, 0, trigger.stderr);
+      const eventId = /^event ([0-9A-F-]{36})$/m.exec(trigger.stdout)?.[1];
+      assert.ok(eventId, trigger.stdout);
+      assert.match(trigger.stdout, /^operation \S+$/m);
+
+      const second = (await (await fetch(docUrl, { headers: { Metadata: 'true' } })).json()) as {
+        DocumentIncarnation: number;
+        Events: { EventId: string; EventType: string; EventStatus: string }[];
+      };
+      assert.equal(second.DocumentIncarnation, 2);
+      assert.deepEqual(
+        second.Events.map((e) => [e.EventId, e.EventType, e.EventStatus]),
+        [[eventId, 'Freeze', 'Scheduled']],
+      );
+
+      // An error from the API is printed and exits 1.
+      const bad = await runCli(['trigger', 'spot-eviction', '--vm', 'vm0', '--control', urls.control]);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /spot-eviction applies only to Spot VMs/);
+      assertNoStack(bad.stderr);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.equal(await exited, 0, stderr);
+  });
+
+  it('exits 2 with one clear line for bad flags', async () => {
+    const cases: [string[], RegExp][] = [
+      [['emulator', '--imds', '127.0.0.1:http'], /--imds: port must be a number/],
+      [['emulator', '--clock', 'fast'], /--clock must be system or manual, got "fast"/],
+      [['emulator', '--timing', 'slow'], /--timing must be realistic, dev or a positive factor/],
+      [['emulator', '--rate-limit', '-1'], /--rate-limit must be .* 0 or more/],
+      [['emulator', '--activation', 'realistic'], /--activation realistic is not supported yet/],
+      [['emulator', '--bogus'], /unknown option '--bogus'/],
+      [['trigger', 'freeze'], /exactly one of --vm/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => runCli(args)));
+    results.forEach((result, i) => {
+      const [args, expected] = cases[i]!;
+      assert.equal(result.code, 2, `${args.join(' ')}: ${result.stderr}`);
+      assert.match(result.stderr, expected);
+      assertNoStack(result.stderr);
+      assert.equal(result.stdout, '');
+    });
+  });
+
+  it('exits 2 naming file:line for a fleet file with an error', async () => {
+    const fleet = join(dir, 'bad.yaml');
+    writeFileSync(fleet, 'vms:\n  - name: a\n  - name: b\n    faultDomain: one\n');
+    const result = await runCli(['emulator', '--fleet', fleet, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0']);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, new RegExp(`${fleet.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:4:18: vms\\[1\\]\\.faultDomain: expected number, received string`));
+    assertNoStack(result.stderr);
+  });
+
+  it('trigger names the URL when nothing listens there, and exits 1', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const result = await runCli(['trigger', 'freeze', '--vm', 'vm0'], { FOREWARN_CONTROL: url });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, new RegExp(`cannot reach the control API at ${url.replace(/\./g, '\\.')}: connection refused`));
+    assertNoStack(result.stderr);
+  });
+});
+
+describe('CLI functions', () => {
+  it('parses HOST:PORT', () => {
+    assert.deepEqual(parseHostPort('127.0.0.1:8169', '--imds'), { host: '127.0.0.1', port: 8169 });
+    assert.deepEqual(parseHostPort('0.0.0.0:0', '--imds'), { host: '0.0.0.0', port: 0 });
+    assert.deepEqual(parseHostPort('[::1]:80', '--imds'), { host: '::1', port: 80 });
+    assert.deepEqual(parseHostPort('localhost:1', '--imds'), { host: 'localhost', port: 1 });
+    assert.deepEqual(parseHostPort('9000', '--imds'), { host: '127.0.0.1', port: 9000 });
+    assert.deepEqual(parseHostPort(':9000', '--imds'), { host: '127.0.0.1', port: 9000 });
+    for (const bad of ['', 'host', 'host:', 'host:-1', 'host:65536', 'host:1.5', '::1:80', '[nope]:80']) {
+      assert.throws(() => parseHostPort(bad, '--imds'), { name: 'UsageError' }, bad);
+    }
+  });
+
+  it('has the SPEC’s defaults', () => {
+    const options = parseEmulatorOptions({});
+    assert.deepEqual(options.imds, { host: '127.0.0.1', port: 8169 });
+    assert.deepEqual(options.control, { host: '127.0.0.1', port: 8170 });
+    assert.equal(options.timingFactor, 1);
+    assert.equal(options.clock, 'system');
+    assert.equal(options.rateLimit, 5);
+    assert.equal(options.fleet, undefined);
+    assert.equal(parseEmulatorOptions({ timing: 'dev' }).timingFactor, 60);
+    assert.equal(parseEmulatorOptions({ timing: '6000' }).timingFactor, 6000);
+    assert.equal(parseEmulatorOptions({}, { FOREWARN_TOKEN: 't' }).token, 't');
+    assert.equal(parseEmulatorOptions({ token: 'flag' }, { FOREWARN_TOKEN: 't' }).token, 'flag');
+  });
+
+  it('takes --vm repeated, with several names, or comma-separated', async () => {
+    const io = captureIo();
+    const seen: unknown[] = [];
+    const fakeFetch = (async (_url: string, init: RequestInit) => {
+      seen.push(JSON.parse(init.body as string));
+      return new Response(JSON.stringify({ operation: 'op', events: ['E1'], removedVms: [], reimagedVms: [] }), { status: 201 });
+    }) as typeof fetch;
+    const request = parseTriggerArgs('restart', { vm: ['a', 'b', 'c,d'], duration: '30', notBefore: '2030-01-01T00:20:00+00:00' });
+    assert.deepEqual(request.body, { type: 'restart', vms: ['a', 'b', 'c', 'd'], durationInSeconds: 30, notBefore: '2030-01-01T00:20:00.000Z' });
+    assert.equal(request.controlUrl, 'http://127.0.0.1:8170');
+    await runTrigger(request, io, fakeFetch);
+    assert.equal(io.out, 'operation op\nevent E1\n');
+    assert.equal(seen.length, 1);
+    assert.equal(parseTriggerArgs('freeze', { vm: ['a'] }, { FOREWARN_CONTROL: 'http://x:1/' }).controlUrl, 'http://x:1');
+    assert.throws(() => parseTriggerArgs('frieze', { vm: ['a'] }), /unknown operation "frieze"/);
+    assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], host: 'h' }), /exactly one of/);
+    assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], duration: '-2' }), /--duration/);
+    assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], notBefore: 'tomorrow' }), /--not-before/);
+  });
+
+  it('runs trigger in-process against a live emulator: --vm names, --json, and the token', async () => {
+    const fleet = join(dir, 'two.yaml');
+    writeFileSync(fleet, 'vms:\n  - {name: a, tenant: as1}\n  - {name: b, tenant: as1}\n');
+    const options = parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0', clock: 'manual', fleet, token: 'tok' });
+    const io = captureIo();
+    const { emulator, controlUrl } = await startEmulator({ ...options, logLevel: 'silent' }, io);
+    try {
+      // Several VMs: the example uses the /vms/NAME/ prefix, and the token stays out of stdout.
+      assert.match(io.out, /\/vms\/a\/metadata\/scheduledevents\?api-version=2020-07-01/);
+      assert.match(io.out, /Bearer \$FOREWARN_TOKEN/);
+      assert.doesNotMatch(io.out, /tok\b/);
+
+      const out = captureIo({ FOREWARN_TOKEN: 'tok' });
+      const code = await run(['trigger', 'freeze', '--vm', 'a', 'b', '--json', '--control', controlUrl], out);
+      assert.equal(code, 0, out.err);
+      const created = JSON.parse(out.out) as { operation: string; events: string[] };
+      assert.equal(created.events.length, 1);
+      assert.deepEqual(emulator.engine.event(created.events[0]!).resources, ['a', 'b']);
+
+      const denied = captureIo();
+      assert.equal(await run(['trigger', 'freeze', '--vm', 'a', '--control', controlUrl], denied), 1);
+      assert.match(denied.err, /^forewarn: the control API refused: 401 /);
+    } finally {
+      await emulator.close();
+    }
+  });
+
+  it('warns when the control API is reachable from other machines without a token', async () => {
+    const options = parseEmulatorOptions({ imds: '127.0.0.1:0', control: '0.0.0.0:0', clock: 'manual', logLevel: 'silent' });
+    const io = captureIo();
+    const { emulator, controlUrl } = await startEmulator(options, io);
+    try {
+      assert.match(io.err, /warning: the control API on 0\.0\.0\.0 .* no token/);
+      assert.match(controlUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      await emulator.close();
+    }
+  });
+
+  it('maps failures to exit codes without stack traces', async () => {
+    const io = captureIo();
+    assert.equal(await run(['emulator', '--activation', 'realistic'], io), 2);
+    assert.match(io.err, /^forewarn: --activation realistic is not supported yet/);
+    const help = captureIo();
+    assert.equal(await run(['--help'], help), 0);
+    assert.match(help.out, /emulator/);
+    const none = captureIo();
+    assert.equal(await run(['nope'], none), 2);
+    assert.match(none.err, /unknown command 'nope'/);
+  });
+});
