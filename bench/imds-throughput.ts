@@ -15,7 +15,7 @@ const HEADERS = { Metadata: 'true' };
 
 async function startServer(...args: string[]): Promise<{ port: number; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', new URL('./imds-servers.ts', import.meta.url).pathname, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
@@ -29,9 +29,22 @@ interface Result {
   p99: number;
   non2xx: number;
   errors: number;
+  /** Server CPU (user + system) per request, in microseconds. */
+  cpuUs: number;
 }
 
-async function load(port: number, paths: () => string): Promise<Result> {
+function cpuOf(child: ChildProcess): Promise<number> {
+  return new Promise((resolve) => {
+    child.once('message', (m) => {
+      const { user, system } = m as NodeJS.CpuUsage;
+      resolve(user + system);
+    });
+    child.send('cpu');
+  });
+}
+
+async function load({ port, child }: { port: number; child: ChildProcess }, paths: () => string): Promise<Result> {
+  const cpuBefore = await cpuOf(child);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
     connections: CONNECTIONS,
@@ -39,7 +52,14 @@ async function load(port: number, paths: () => string): Promise<Result> {
     headers: HEADERS,
     requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths() }) }],
   });
-  return { rps: result.requests.average, p99: result.latency.p99, non2xx: result.non2xx, errors: result.errors };
+  const cpu = (await cpuOf(child)) - cpuBefore;
+  return {
+    rps: result.requests.average,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    cpuUs: cpu / Math.max(1, result.requests.total),
+  };
 }
 
 async function sample(port: number, path: string) {
@@ -56,20 +76,22 @@ async function compare(label: string, mode: string, paths: () => string, sampleP
   const base = await startServer('bare', file);
   try {
     // Warm both up, then alternate rounds so drift on a noisy machine hits both alike; report medians.
-    await load(base.port, paths);
-    await load(fw.port, paths);
+    await load(base, paths);
+    await load(fw, paths);
     const bs: Result[] = [];
     const fs: Result[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      bs.push(await load(base.port, paths));
-      fs.push(await load(fw.port, paths));
+      bs.push(await load(base, paths));
+      fs.push(await load(fw, paths));
     }
     const b = median(bs);
     const f = median(fs);
     const ratio = f.rps / b.rps;
+    console.log(`${label}`);
+    console.log(row('forewarn', f));
+    console.log(row('bare node:http', b));
     console.log(
-      `${label.padEnd(27)} forewarn ${f.rps.toFixed(0).padStart(6)} req/s  p99 ${String(f.p99).padStart(3)} ms | ` +
-        `bare node:http ${b.rps.toFixed(0).padStart(6)} req/s  p99 ${String(b.p99).padStart(3)} ms | ratio ${ratio.toFixed(2)}` +
+      `  ratio ${ratio.toFixed(2)} in req/s; server CPU per request ${(f.cpuUs / b.cpuUs).toFixed(2)}x the bare server's` +
         (f.non2xx + f.errors > 0 ? `  (forewarn non-2xx ${f.non2xx}, errors ${f.errors})` : ''),
     );
     return ratio;
@@ -91,6 +113,10 @@ const many = await compare(
 );
 const goal = 0.7;
 console.log(`goal: ratio >= ${goal}: 1 VM ${one >= goal ? 'met' : 'NOT met'}, 10,000 VMs ${many >= goal ? 'met' : 'NOT met'}`);
+
+function row(name: string, r: Result): string {
+  return `  ${name.padEnd(15)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(3)} ms  server CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/request`;
+}
 
 function median(results: Result[]): Result {
   return [...results].sort((x, y) => x.rps - y.rps)[Math.floor(results.length / 2)]!;
