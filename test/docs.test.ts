@@ -5,8 +5,9 @@ import { readFileSync } from 'node:fs';
 import { OPENAPI_PATH, renderOpenApi } from '../scripts/export-openapi.js';
 import { ROUTES } from '../src/emulator/control/openapi.js';
 
-test('docs/openapi.json is the description the control API serves (run `npm run docs:openapi`)', () => {
-  assert.equal(readFileSync(OPENAPI_PATH, 'utf8'), renderOpenApi());
+test('docs/openapi.json is the description the control API serves', () => {
+  // A plain boolean: a diff of the whole document would bury the fix.
+  assert.ok(readFileSync(OPENAPI_PATH, 'utf8') === renderOpenApi(), 'docs/openapi.json is stale: run `npm run docs:openapi`');
 });
 
 test('the README lists every control API route', () => {

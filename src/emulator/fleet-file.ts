@@ -1,12 +1,12 @@
 // `--fleet FILE`: a fleet described in YAML or JSON, checked up front with positions in every error.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { extname } from 'node:path';
 import { LineCounter, isMap, isNode, isPair, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
 import { z } from 'zod';
 import { EngineError } from './engine/errors.js';
-import { Fleet, PRIORITIES, TENANT_KINDS, type VmSpec } from './engine/fleet.js';
+import { Fleet, TENANT_KINDS, type VmSpec } from './engine/fleet.js';
+import { VmSpecSchema } from './vm-spec.js';
 
 export class FleetFileError extends Error {
   override name = 'FleetFileError';
@@ -20,23 +20,8 @@ export class FleetFileError extends Error {
   }
 }
 
-const VmEntry = z.strictObject({
-  name: z.string(),
-  tenant: z.string().optional(),
-  tenantKind: z.enum(TENANT_KINDS).optional(),
-  faultDomain: z.int().optional(),
-  updateDomain: z.int().optional(),
-  host: z.string().optional(),
-  address: z
-    .string()
-    .refine((s) => isIP(s) !== 0, { message: 'expected an IPv4 or IPv6 address' })
-    .optional(),
-  priority: z.enum(PRIORITIES).optional(),
-  terminateNotificationMinutes: z.int().optional(),
-  osImageNotification: z.boolean().optional(),
-  gpu: z.boolean().optional(),
-  faultDomainCount: z.int().optional(),
-});
+// A VM's own entry is exactly what POST /v1/vms takes.
+const VmEntry = VmSpecSchema;
 
 const TenantEntry = z.strictObject({
   name: z.string(),

@@ -4,9 +4,9 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
 import type { Engine, EngineSnapshot } from './engine/engine.js';
-import { PRIORITIES, TENANT_KINDS } from './engine/fleet.js';
 import { OPERATION_TYPES } from './engine/operations.js';
 import { formatPath } from './fleet-file.js';
+import { VmSpecSchema } from './vm-spec.js';
 
 export class StateFileError extends Error {
   override name = 'StateFileError';
@@ -20,21 +20,6 @@ export class StateFileError extends Error {
 
 const time = z.number().finite();
 
-const VmSpecSchema = z.object({
-  name: z.string(),
-  tenant: z.string().optional(),
-  tenantKind: z.enum(TENANT_KINDS).optional(),
-  faultDomain: z.int().optional(),
-  updateDomain: z.int().optional(),
-  host: z.string().optional(),
-  address: z.string().optional(),
-  priority: z.enum(PRIORITIES).optional(),
-  terminateNotificationMinutes: z.int().optional(),
-  osImageNotification: z.boolean().optional(),
-  gpu: z.boolean().optional(),
-  faultDomainCount: z.int().optional(),
-  vmId: z.string().optional(),
-});
 
 const EventSchema = z.object({
   id: z.string(),

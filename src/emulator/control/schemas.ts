@@ -1,12 +1,11 @@
 // The control API's bodies: each zod schema is at once the validator, the TS type and the OpenAPI schema.
-import { isIP } from 'node:net';
 import { z } from 'zod';
 import { API_VERSIONS } from '../../protocol/versions.js';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
 import { PRIORITIES, TENANT_KINDS } from '../engine/fleet.js';
 import { OPERATION_TYPES } from '../engine/operations.js';
-import { TERMINATE_NOTICE_MINUTES } from '../engine/timing.js';
 import { FAULT_STATUSES } from '../faults.js';
+import { VmSpecSchema } from '../vm-spec.js';
 
 /** Every schema the OpenAPI document names, keyed by its component id. */
 export const registry = z.registry<{ id: string; description?: string }>();
@@ -21,31 +20,7 @@ const isoTimeOrNull = z.union([isoTime, z.null()]);
 
 // ---- request bodies ----------------------------------------------------------
 
-export const VmBody = z
-  .strictObject({
-    name: z.string().meta({ description: "1-80 letters, digits, '_', '.' or '-'" }),
-    tenant: z.string().optional().meta({ description: 'FC tenant; defaults to the VM name (a standalone VM)' }),
-    tenantKind: z.enum(TENANT_KINDS).optional(),
-    faultDomain: z.int().min(0).optional(),
-    updateDomain: z.int().min(0).optional(),
-    host: z.string().optional().meta({ description: 'Physical host; defaults to host-<name>' }),
-    address: z
-      .string()
-      .refine((s) => isIP(s) !== 0, { message: 'expected an IPv4 or IPv6 address' })
-      .optional()
-      .meta({ description: 'Source IP whose IMDS requests are this VM' }),
-    priority: z.enum(PRIORITIES).optional(),
-    terminateNotificationMinutes: z
-      .int()
-      .min(TERMINATE_NOTICE_MINUTES.min)
-      .max(TERMINATE_NOTICE_MINUTES.max)
-      .optional()
-      .meta({ description: 'Scale-set terminate notification; absent means off' }),
-    osImageNotification: z.boolean().optional(),
-    gpu: z.boolean().optional(),
-    faultDomainCount: z.int().min(1).max(20).optional().meta({ description: "The tenant's fault domain count" }),
-    vmId: z.string().min(1).optional().meta({ description: 'Addition: keep a known vmId, e.g. when re-adding a VM' }),
-  })
+export const VmBody = VmSpecSchema
   .register(registry, { id: 'VmBody', description: 'A VM to add; only name is required' });
 export type VmBody = z.infer<typeof VmBody>;
 
