@@ -1,12 +1,17 @@
 // The `forewarn` command line: one module per command, and one place that turns failures into exit codes.
+import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerEmulatorCommand } from './emulator.js';
 import { CliError, UsageError, processIo, type Io } from './errors.js';
 import { registerTriggerCommand } from './trigger.js';
 
+// The same path from src/cli and dist/cli.
+const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
+
 export function buildProgram(io: Io = processIo): Command {
   const program = new Command('forewarn')
     .description('Azure Scheduled Events toolkit: a local emulator, a client and an agent')
+    .version(version, '-V, --version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError('(run with --help for usage)');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -252,5 +252,12 @@ describe('CLI functions', () => {
     const none = captureIo();
     assert.equal(await run(['nope'], none), 2);
     assert.match(none.err, /unknown command 'nope'/);
+  });
+
+  it('prints the package version', async () => {
+    const io = captureIo();
+    assert.equal(await run(['--version'], io), 0);
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    assert.equal(io.out.trim(), version);
   });
 });
