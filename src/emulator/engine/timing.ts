@@ -33,6 +33,12 @@ export const STARTED_SECONDS: Readonly<Record<EventType, number>> = {
   Terminate: 10 * 60,
 };
 
+/**
+ * [choice] However fast the timing factor, an event stays Started at least this long
+ * (or its unscaled duration, if shorter), so a client polling once a second sees it.
+ */
+export const MIN_STARTED_SECONDS = 2;
+
 /** Named timing profiles of `--timing`; `dev` divides every duration by 60. */
 export const TIMING_PROFILES = { realistic: 1, dev: 60 } as const;
 
@@ -49,7 +55,8 @@ export class Timing {
   }
   /** Time from Started to removal: the event's own duration when positive, else the table's. */
   startedMs(type: EventType, durationInSeconds: number): number {
-    return this.ms(durationInSeconds > 0 ? durationInSeconds : STARTED_SECONDS[type]);
+    const seconds = durationInSeconds > 0 ? durationInSeconds : STARTED_SECONDS[type];
+    return Math.max(this.ms(seconds), Math.min(seconds, MIN_STARTED_SECONDS) * 1000);
   }
 }
 

@@ -19,10 +19,18 @@ test('--timing accepts realistic, dev and positive factors, and names bad values
 test('timing scales nominal seconds and uses DurationInSeconds when positive', () => {
   const t = new Timing(60);
   assert.equal(t.minimumNoticeMs('Freeze'), 15_000);
-  assert.equal(t.startedMs('Freeze', 6), 100);
   assert.equal(t.startedMs('Reboot', -1), 10_000);
   assert.equal(t.startedMs('Reboot', 0), 10_000);
+  assert.equal(t.startedMs('Reboot', 1200), 20_000);
   assert.throws(() => new Timing(0), /positive/);
+});
+
+test('a fast timing factor still leaves an event Started long enough for 1 s polling', () => {
+  assert.equal(new Timing(60).startedMs('Freeze', 6), 2000);
+  assert.equal(new Timing(6000).startedMs('Reboot', -1), 2000);
+  // A duration already shorter than the floor is kept as it is.
+  assert.equal(new Timing(60).startedMs('Freeze', 1), 1000);
+  assert.equal(new Timing(1).startedMs('Freeze', 5), 5000);
 });
 
 test('the manual clock only moves forward', () => {
