@@ -26,5 +26,10 @@ export const VmSpecSchema = z.strictObject({
   osImageNotification: z.boolean().optional(),
   gpu: z.boolean().optional(),
   faultDomainCount: z.int().min(1).max(20).optional().meta({ description: "The tenant's fault domain count" }),
+  updateDomainCount: z.int().min(1).max(20).optional().meta({ description: "The tenant's update domain count" }),
+  scaleSet: z
+    .string()
+    .optional()
+    .meta({ description: "Scale-set VMs: the scale set's name when the tenant is one of its placement groups; defaults to the tenant" }),
   vmId: z.string().min(1).optional().meta({ description: 'Keep a known vmId, e.g. when re-adding a VM' }),
 });

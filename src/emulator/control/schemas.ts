@@ -85,6 +85,8 @@ export const VmResponse = z
     osImageNotification: z.boolean(),
     gpu: z.boolean(),
     faultDomainCount: z.int(),
+    updateDomainCount: z.int(),
+    scaleSet: z.string().optional(),
   })
   .register(registry, { id: 'Vm' });
 export type VmResponse = z.infer<typeof VmResponse>;
@@ -93,7 +95,13 @@ export const FleetResponse = z
   .object({
     vms: z.array(VmResponse),
     tenants: z.array(
-      z.object({ name: z.string(), kind: z.enum(TENANT_KINDS), faultDomainCount: z.int(), vms: z.array(z.string()) }),
+      z.object({
+        name: z.string(),
+        kind: z.enum(TENANT_KINDS),
+        faultDomainCount: z.int(),
+        updateDomainCount: z.int(),
+        vms: z.array(z.string()),
+      }),
     ),
     hosts: z.array(z.object({ name: z.string(), vms: z.array(z.string()), tenants: z.array(z.string()) })),
   })

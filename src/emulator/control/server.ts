@@ -94,6 +94,7 @@ function fleetJson(ctx: ControlContext): FleetResponse {
       name: t.name,
       kind: t.kind,
       faultDomainCount: t.faultDomainCount,
+      updateDomainCount: t.updateDomainCount,
       vms: [...t.vms],
     })),
     hosts: [...fleet.hosts.values()].map((h) => ({

@@ -22,6 +22,9 @@ export interface VmSpec {
   osImageNotification?: boolean | undefined;
   gpu?: boolean | undefined;
   faultDomainCount?: number | undefined;
+  updateDomainCount?: number | undefined;
+  /** A scale set's name when its tenant is one of several placement groups; defaults to the tenant. */
+  scaleSet?: string | undefined;
   vmId?: string | undefined;
 }
 
@@ -37,12 +40,15 @@ export interface Vm {
   terminateNotificationMinutes: number | null;
   osImageNotification: boolean;
   gpu: boolean;
+  /** The scale set this VM belongs to, or null outside scale sets. */
+  scaleSet: string | null;
 }
 
 export interface Tenant {
   name: string;
   kind: TenantKind;
   faultDomainCount: number;
+  updateDomainCount: number;
   /** Member names in insertion order. */
   vms: Set<string>;
 }
@@ -51,6 +57,14 @@ export interface Host {
   name: string;
   vms: Set<string>;
 }
+
+/** [choice] Update domain counts when a tenant does not declare one (Azure's default for availability sets is 5). */
+const DEFAULT_UPDATE_DOMAIN_COUNT: Record<TenantKind, number> = {
+  standalone: 1,
+  availabilitySet: 5,
+  scaleSet: 5,
+  cloudService: 5,
+};
 
 /** [choice] Fault domain counts when a tenant does not declare one. */
 const DEFAULT_FAULT_DOMAIN_COUNT: Record<TenantKind, number> = {
@@ -107,10 +121,22 @@ export class Fleet {
     if (!Number.isInteger(faultDomain) || faultDomain < 0 || faultDomain >= faultDomainCount) {
       throw invalid(`faultDomain must be an integer from 0 to ${faultDomainCount - 1}, got ${faultDomain}`);
     }
-    const updateDomain = spec.updateDomain ?? 0;
-    if (!Number.isInteger(updateDomain) || updateDomain < 0 || updateDomain > 19) {
-      throw invalid(`updateDomain must be an integer from 0 to 19, got ${updateDomain}`);
+    const updateDomainCount = spec.updateDomainCount ?? existing?.updateDomainCount ?? DEFAULT_UPDATE_DOMAIN_COUNT[kind];
+    if (!Number.isInteger(updateDomainCount) || updateDomainCount < 1 || updateDomainCount > 20) {
+      throw invalid(`updateDomainCount must be an integer from 1 to 20, got ${updateDomainCount}`);
     }
+    if (existing && existing.updateDomainCount !== updateDomainCount) {
+      throw conflict(`tenant '${tenantName}' has ${existing.updateDomainCount} update domains, not ${updateDomainCount}`);
+    }
+    const updateDomain = spec.updateDomain ?? 0;
+    if (!Number.isInteger(updateDomain) || updateDomain < 0 || updateDomain >= updateDomainCount) {
+      throw invalid(`updateDomain must be an integer from 0 to ${updateDomainCount - 1}, got ${updateDomain}`);
+    }
+    if (spec.scaleSet !== undefined && kind !== 'scaleSet') {
+      throw invalid('scaleSet applies only to scale-set VMs (tenantKind scaleSet)');
+    }
+    const scaleSet = kind === 'scaleSet' ? (spec.scaleSet ?? tenantName) : null;
+    if (scaleSet !== null && !NAME.test(scaleSet)) throw invalid(`scale set name ${JSON.stringify(scaleSet)} is not a valid name`);
     const address = spec.address === undefined ? null : normalizeAddress(spec.address);
     if (address !== null && this.#byAddress.has(address)) {
       throw conflict(`address ${address} already belongs to VM '${this.#byAddress.get(address)!.name}'`);
@@ -128,6 +154,16 @@ export class Fleet {
     }
     const host = spec.host ?? `host-${spec.name}`;
     if (!NAME.test(host)) throw invalid(`host name ${JSON.stringify(host)} is not a valid name`);
+    // A host sits in one rack, so it lies in a single fault domain of every tenant it serves.
+    for (const other of this.hosts.get(host)?.vms ?? []) {
+      const peer = this.vms.get(other)!;
+      if (peer.tenant === tenantName && peer.faultDomain !== faultDomain) {
+        throw conflict(
+          `host '${host}' already carries '${peer.name}' of tenant '${tenantName}' in fault domain ${peer.faultDomain}; ` +
+            `a host lies in one fault domain of each tenant, so '${spec.name}' cannot be in fault domain ${faultDomain} there`,
+        );
+      }
+    }
     const vm: Vm = {
       name: spec.name,
       vmId: spec.vmId ?? this.newId().toLowerCase(),
@@ -140,8 +176,9 @@ export class Fleet {
       terminateNotificationMinutes: minutes,
       osImageNotification: spec.osImageNotification ?? false,
       gpu: spec.gpu ?? false,
+      scaleSet,
     };
-    return { vm, tenant: { name: tenantName, kind, faultDomainCount } };
+    return { vm, tenant: { name: tenantName, kind, faultDomainCount, updateDomainCount } };
   }
 
   add(spec: VmSpec): Vm {
@@ -205,9 +242,10 @@ export class Fleet {
 }
 
 /** The plain-data view of a VM, for APIs, fleet files and the state file. */
-export function vmToSpec(vm: Vm, tenant: Tenant): Required<Omit<VmSpec, 'address' | 'terminateNotificationMinutes'>> & {
+export function vmToSpec(vm: Vm, tenant: Tenant): Required<Omit<VmSpec, 'address' | 'terminateNotificationMinutes' | 'scaleSet'>> & {
   address?: string;
   terminateNotificationMinutes?: number;
+  scaleSet?: string;
 } {
   return {
     name: vm.name,
@@ -223,5 +261,7 @@ export function vmToSpec(vm: Vm, tenant: Tenant): Required<Omit<VmSpec, 'address
     osImageNotification: vm.osImageNotification,
     gpu: vm.gpu,
     faultDomainCount: tenant.faultDomainCount,
+    updateDomainCount: tenant.updateDomainCount,
+    ...(vm.scaleSet !== null && vm.scaleSet !== vm.tenant ? { scaleSet: vm.scaleSet } : {}),
   };
 }

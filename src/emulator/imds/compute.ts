@@ -1,5 +1,5 @@
 // The slice of /metadata/instance/compute an agent needs to know who it is.
-import type { Fleet, Vm } from '../engine/fleet.js';
+import type { Vm } from '../engine/fleet.js';
 
 export interface ComputeMetadata {
   name: string;
@@ -11,12 +11,11 @@ export interface ComputeMetadata {
   priority: 'Regular' | 'Spot';
 }
 
-export function computeMetadata(fleet: Fleet, vm: Vm): ComputeMetadata {
-  const tenant = fleet.tenantOf(vm);
+export function computeMetadata(vm: Vm): ComputeMetadata {
   return {
     name: vm.name,
     vmId: vm.vmId,
-    vmScaleSetName: tenant.kind === 'scaleSet' ? tenant.name : '',
+    vmScaleSetName: vm.scaleSet ?? '',
     platformFaultDomain: String(vm.faultDomain),
     platformUpdateDomain: String(vm.updateDomain),
     priority: vm.priority,

@@ -162,7 +162,7 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
 
   function getCompute(request: FastifyRequest, reply: FastifyReply): void {
     const vm = engine.fleet.get(request.imdsVm);
-    sendJson(reply, 200, JSON.stringify(computeMetadata(engine.fleet, vm)));
+    sendJson(reply, 200, JSON.stringify(computeMetadata(vm)));
   }
 
   for (const prefix of ['', '/vms/:name']) {

@@ -113,6 +113,7 @@ describe('GET /v1/fleet', () => {
       name: 'web',
       kind: 'availabilitySet',
       faultDomainCount: 2,
+      updateDomainCount: 5,
       vms: ['web0', 'web1'],
     });
     assert.deepEqual(res.json.hosts.find((x: { name: string }) => x.name === 'h1'), {
@@ -153,7 +154,7 @@ describe('POST /v1/vms and DELETE /v1/vms/:name', () => {
     assert.equal(res.status, 201, res.text);
     const { vmId, ...rest } = res.json;
     assert.equal(typeof vmId, 'string');
-    assert.deepEqual(rest, body);
+    assert.deepEqual(rest, { ...body, updateDomainCount: 5 });
   });
 
   test('a duplicate name is a 409', async () => {

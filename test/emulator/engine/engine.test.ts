@@ -411,3 +411,22 @@ describe('listeners', () => {
     assert.deepEqual(engine.events(), [], 'both Freezes have started and ended');
   });
 });
+
+describe('fleet realism', () => {
+  test('a host lies in one fault domain of each tenant it serves', () => {
+    const { engine } = makeEngine([]);
+    engine.addVm({ name: 'a0', tenant: 'a', faultDomain: 0, host: 'h' });
+    engine.addVm({ name: 'b1', tenant: 'b', faultDomain: 1, host: 'h' }); // another tenant may differ
+    assertEngineError(() => engine.addVm({ name: 'a1', tenant: 'a', faultDomain: 1, host: 'h' }), 'conflict', /one fault domain of each tenant/);
+  });
+
+  test('update domains are bounded by the tenant\'s count; scale sets keep their own name apart from the placement group', () => {
+    const { engine } = makeEngine([]);
+    assertEngineError(() => engine.addVm({ name: 'x', tenant: 't', updateDomain: 5 }), 'invalid', /from 0 to 4/);
+    const vm = engine.addVm({ name: 'x', tenant: 'ss-pg1', tenantKind: 'scaleSet', scaleSet: 'ss', updateDomainCount: 10, updateDomain: 9 });
+    assert.equal(vm.scaleSet, 'ss');
+    assert.equal(engine.addVm({ name: 'y', tenant: 'plain', tenantKind: 'scaleSet' }).scaleSet, 'plain');
+    assert.equal(engine.addVm({ name: 'z' }).scaleSet, null);
+    assertEngineError(() => engine.addVm({ name: 'w', scaleSet: 'ss' }), 'invalid', /only to scale-set VMs/);
+  });
+});

@@ -12,14 +12,24 @@ describe('IMDS compute endpoint', () => {
   before(async () => {
     h = await startImds({
       fleet: [
-        { name: 'ss_3', tenant: 'pool', tenantKind: 'scaleSet', faultDomain: 2, updateDomain: 7, priority: 'Spot', vmId: 'a-vm-id' },
+        {
+          name: 'ss_3',
+          tenant: 'pool-pg0',
+          tenantKind: 'scaleSet',
+          scaleSet: 'pool',
+          faultDomain: 2,
+          updateDomain: 7,
+          updateDomainCount: 10,
+          priority: 'Spot',
+          vmId: 'a-vm-id',
+        },
         { name: 'web', tenant: 'web-as', tenantKind: 'availabilitySet', faultDomain: 1 },
       ],
     });
   });
   after(() => h.close());
 
-  it('a scale-set VM shows its scale set, domains as strings and priority', async () => {
+  it('a scale-set VM shows its scale set (not its placement group), domains as strings and priority', async () => {
     const res = await h.client.get(computePath('2021-02-01', 'ss_3'));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
