@@ -48,14 +48,35 @@ const EndedSchema = z.object({
   cancelled: z.boolean(),
 });
 
+const StepSchema = z.object({
+  faultDomain: z.int().min(0),
+  vms: z.array(z.string()),
+  status: z.enum(['pending', 'scheduled', 'started', 'done', 'skipped', 'cancelled']),
+  events: z.array(z.string()),
+  at: time.nullable(),
+});
+
+// Fields added after the first state files carry defaults, so those files still load.
 const OperationSchema = z.object({
   id: z.string(),
   type: z.enum(OPERATION_TYPES),
   createdAt: time,
   vms: z.array(z.string()),
+  host: z.string().nullable().default(null),
+  tenant: z.string().nullable().default(null),
+  status: z.enum(['running', 'completed', 'cancelled']).default('running'),
   events: z.array(z.string()),
   removedVms: z.array(z.string()),
   reimagedVms: z.array(z.string()),
+  steps: z.array(StepSchema).nullable().default(null),
+  durationInSeconds: z.int().min(-1).default(-1),
+  description: z.string().nullable().default(null),
+});
+
+const ActivationSchema = z.object({
+  enabledAt: time.nullable(),
+  enablingAt: time.nullable(),
+  lastRequestAt: time.nullable(),
 });
 
 export const SnapshotSchema = z.object({
@@ -68,6 +89,7 @@ export const SnapshotSchema = z.object({
   ended: z.array(EndedSchema),
   operations: z.array(OperationSchema),
   incarnations: z.record(z.string(), z.int().min(0)),
+  activation: z.record(z.string(), ActivationSchema).optional(),
 });
 
 /** Reads a state file; undefined when it does not exist (a fresh start). Never writes. */

@@ -2,12 +2,28 @@
 import { randomUUID } from 'node:crypto';
 import { formatIso } from '../../protocol/time.js';
 import type { EventSource, EventStatus, EventType, EventView } from '../../protocol/types.js';
+import {
+  checkActivation,
+  firstCallDelayMs,
+  idleMs,
+  statusOf,
+  type ActivationOptions,
+  type ActivationState,
+  type ActivationStatus,
+} from './activation.js';
 import type { Clock } from './clock.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
-import { OPERATION_PROFILES, OPERATION_TYPES, isOperationType, type OperationType } from './operations.js';
+import {
+  HOST_OPERATIONS,
+  OPERATION_PROFILES,
+  OPERATION_TYPES,
+  isOperationType,
+  type OperationType,
+} from './operations.js';
+import { planSteps, type RollingStep } from './rolling.js';
 import { Schedule, type Due } from './schedule.js';
-import { DEGRADED_HARDWARE_NOTICE_SECONDS, OS_IMAGE_NOTICE_SECONDS, Timing } from './timing.js';
+import { DEGRADED_HARDWARE_NOTICE_SECONDS, OS_IMAGE_NOTICE_SECONDS, ROLLING_STEP_GAP_SECONDS, Timing } from './timing.js';
 
 export interface Approval {
   vm: string;
@@ -20,7 +36,7 @@ export type StartCause = 'approval' | 'notBefore' | 'failure';
 export interface EngineEvent {
   id: string;
   operationId: string;
-  /** Events of one job start together (the shared-host rule); today each event is its own job. */
+  /** Events of one job start together: a job on a shared host waits for every tenant (SPEC §2). */
   jobId: string;
   tenant: string;
   type: EventType;
@@ -46,16 +62,35 @@ export interface EndedEvent {
   cancelled: boolean;
 }
 
+export type OperationStatus = 'running' | 'completed' | 'cancelled';
+
 export interface Operation {
   id: string;
   type: OperationType;
   createdAt: number;
+  /** Every VM the operation targets, however it was addressed. */
   vms: string[];
+  host: string | null;
+  tenant: string | null;
+  status: OperationStatus;
   events: string[];
   /** VMs removed at once (delete without terminate notification). */
   removedVms: string[];
   /** VMs reimaged at once (reimage without OS image notification). */
   reimagedVms: string[];
+  /** A rolling host update's fault domains, in order; null for other operations. */
+  steps: RollingStep[] | null;
+  /** The DurationInSeconds its events carry. */
+  durationInSeconds: number;
+  /** The description requested for its events, or null for the operation's default. */
+  description: string | null;
+}
+
+/** One tenant's part in a job, for showing who has approved. */
+export interface JobMember {
+  tenant: string;
+  event: string;
+  approved: boolean;
 }
 
 export interface OperationRequest {
@@ -86,6 +121,7 @@ export interface EngineSnapshot {
   ended: EndedEvent[];
   operations: Operation[];
   incarnations: Record<string, number>;
+  activation?: Record<string, ActivationState>;
 }
 
 export type ChangeListener = (vms: readonly string[]) => void;
@@ -95,6 +131,8 @@ export interface EngineOptions {
   timing?: Timing;
   fleet?: readonly VmSpec[];
   newId?: () => string;
+  /** Off by default: every VM sees its events from the start. */
+  activation?: ActivationOptions;
 }
 
 /** [choice] A VM's first document has incarnation 1, as in the seed's example sequence. */
@@ -115,6 +153,12 @@ export class Engine {
   readonly #byTenant = new Map<string, EngineEvent[]>();
   readonly #ended = new Map<string, EndedEvent>();
   readonly #operations = new Map<string, Operation>();
+  /** Live events of each job. */
+  readonly #jobs = new Map<string, EngineEvent[]>();
+  /** The host update in progress for each tenant: routine maintenance never overlaps within a tenant. */
+  readonly #maintenance = new Map<string, string>();
+  readonly #activationOptions: ActivationOptions;
+  readonly #activation = new Map<string, ActivationState>();
   readonly #incarnations = new Map<string, number>();
   readonly #schedule = new Schedule();
   readonly #touched = new Set<string>();
@@ -127,6 +171,8 @@ export class Engine {
     this.clock = options.clock;
     this.timing = options.timing ?? new Timing(1);
     this.#newId = options.newId ?? (() => randomUUID().toUpperCase());
+    this.#activationOptions = options.activation ?? { mode: 'off' };
+    checkActivation(this.#activationOptions);
     this.fleet = new Fleet(this.#newId);
     for (const spec of options.fleet ?? []) this.#addVm(spec);
     this.#initialFleet = this.#fleetSpecs();
@@ -169,7 +215,32 @@ export class Engine {
   }
 
   operations(): Operation[] {
+    this.tick();
     return [...this.#operations.values()].map((o) => structuredClone(o));
+  }
+
+  operation(id: string): Operation {
+    this.tick();
+    const op = this.#operations.get(id.toLowerCase());
+    if (!op) throw notFound(`no operation with id ${id}`);
+    return structuredClone(op);
+  }
+
+  /** The tenants of an event's job and whether each has approved. */
+  jobMembers(eventId: string): JobMember[] {
+    const event = this.#live.get(eventId.toUpperCase());
+    if (!event) return [];
+    return (this.#jobs.get(event.jobId) ?? []).map((e) => ({ tenant: e.tenant, event: e.id, approved: e.approvals.length > 0 }));
+  }
+
+  get activationMode(): ActivationOptions['mode'] {
+    return this.#activationOptions.mode;
+  }
+
+  activationOf(name: string): { status: ActivationStatus } & ActivationState {
+    this.fleet.get(name);
+    const state = this.#activation.get(name) ?? { enabledAt: null, enablingAt: null, lastRequestAt: null };
+    return { status: statusOf(state, this.#activationOptions.mode), ...state };
   }
 
   /** When the next lifecycle transition is due, for runtimes that sleep until then. */
@@ -190,6 +261,35 @@ export class Engine {
   }
 
   // ---- mutations -----------------------------------------------------------
+
+  /**
+   * A Scheduled Events request from a VM. With the realistic activation profile the first
+   * request of a disabled VM enables it after a delay; the answer says how long the caller
+   * should hold that request (simulated ms).
+   */
+  recordRequest(name: string): { delayMs: number } {
+    if (this.#activationOptions.mode === 'off') return { delayMs: 0 };
+    this.tick();
+    this.fleet.get(name);
+    const now = this.now();
+    let state = this.#activation.get(name);
+    if (!state) this.#activation.set(name, (state = { enabledAt: null, enablingAt: null, lastRequestAt: null }));
+    const firstIdleCheck = state.lastRequestAt === null;
+    state.lastRequestAt = now;
+    if (state.enabledAt !== null) {
+      if (firstIdleCheck) this.#schedule.push(now + idleMs(this.timing), name, 'idle');
+      return { delayMs: 0 };
+    }
+    if (state.enablingAt === null) {
+      state.enablingAt = now + firstCallDelayMs(this.#activationOptions, this.timing);
+      this.#schedule.push(state.enablingAt, name, 'enable');
+      this.#mutated = true;
+      this.#commit();
+      // A zero delay enables at once.
+      this.tick();
+    }
+    return { delayMs: Math.max(0, (state.enablingAt ?? now) - now) };
+  }
 
   addVm(spec: VmSpec): Vm {
     this.tick();
@@ -212,19 +312,10 @@ export class Engine {
     if (!isOperationType(type)) {
       throw invalid(`unknown operation type ${JSON.stringify(type)}; expected one of ${OPERATION_TYPES.join(', ')}`);
     }
-    if (type === 'host-update') {
-      throw invalid("operation 'host-update' rolls over fault domains and is not supported yet; use 'freeze' on named VMs");
-    }
-    const targets = [request.vms, request.host, request.tenant].filter((t) => t !== undefined).length;
-    if (targets !== 1) throw invalid('an operation needs exactly one target: "vms", "host" or "tenant"');
-    if (request.host !== undefined) throw invalid('host-level jobs ("host") are not supported yet; list the VMs in "vms"');
-    if (request.tenant !== undefined) throw invalid('tenant-wide jobs ("tenant") are not supported yet; list the VMs in "vms"');
-    const names = request.vms!;
-    if (names.length === 0) throw invalid('"vms" must name at least one VM');
-    if (new Set(names).size !== names.length) throw invalid('"vms" names a VM more than once');
-    const vms = names.map((n) => this.fleet.get(n));
-
     const profile = OPERATION_PROFILES[type];
+    const target = this.#resolveTarget(type, request);
+    const vms = target.vms;
+
     const duration = request.durationInSeconds ?? profile.durationInSeconds;
     if (!Number.isInteger(duration) || duration < -1) {
       throw invalid(`durationInSeconds must be an integer of -1 or more, got ${duration}`);
@@ -241,62 +332,56 @@ export class Engine {
       const other = vms.find((vm) => this.fleet.tenantOf(vm).kind !== 'scaleSet');
       if (other) throw invalid(`reimage applies only to scale-set VMs; '${other.name}' is not in a scale set`);
     }
+    const tenants = [...new Set(vms.map((vm) => vm.tenant))];
+    if (type === 'host-update') {
+      for (const t of tenants) {
+        const running = this.#maintenance.get(t);
+        if (running) throw conflict(`a host update is already in progress for tenant '${t}' (operation ${running}); one at a time`);
+      }
+    }
 
     // Which VMs get notice; the rest are acted on at once with no event.
     const noticed = vms.filter((vm) =>
       type === 'delete' ? vm.terminateNotificationMinutes !== null : type === 'reimage' ? vm.osImageNotification : true,
     );
-    const groups = groupBy(noticed, (vm) => vm.tenant);
-    const plans = [...groups.entries()].map(([tenant, members]) => {
-      const minimumMs = this.#minimumNoticeMs(type, members);
-      const defaultMs = type === 'degraded-hardware' ? this.timing.ms(DEGRADED_HARDWARE_NOTICE_SECONDS) : minimumMs;
-      let notBefore = now + defaultMs;
-      if (request.notBefore !== undefined) {
-        if (request.notBefore < now + minimumMs - NOTICE_TOLERANCE_MS && !request.force) {
-          throw invalid(
-            `notBefore ${formatIso(request.notBefore)} gives less than the minimum notice of ` +
-              `${minimumMs / 1000} s for ${profile.eventType} (earliest ${formatIso(now + minimumMs)}); ` +
-              'pass "force": true to allow it',
-          );
-        }
-        notBefore = request.notBefore;
-      }
-      return { tenant, members, notBefore: ceilToSecond(notBefore) };
-    });
+    const rolling = type === 'host-update' && target.tenant !== null;
+    const steps = rolling ? planSteps(noticed) : null;
+    // Each plan is one event; a rolling update plans only its first fault domain now.
+    const members = steps ? [noticed.filter((vm) => vm.faultDomain === steps[0]!.faultDomain)] : [...groupBy(noticed, (vm) => vm.tenant).values()];
+    const plans = members.map((group) => ({
+      tenant: group[0]!.tenant,
+      members: group,
+      notBefore: this.#notBefore(type, group, now, request),
+    }));
 
     const operation: Operation = {
       id: this.#newId().toLowerCase(),
       type,
       createdAt: now,
-      vms: [...names],
+      vms: vms.map((vm) => vm.name),
+      host: target.host,
+      tenant: target.tenant,
+      status: 'running',
       events: [],
       removedVms: [],
       reimagedVms: [],
+      steps,
+      durationInSeconds: duration,
+      description: request.description ?? null,
     };
+    this.#operations.set(operation.id, operation);
+    // [seed] A job on a host waits for every tenant on it; other operations give each tenant its own job.
+    const sharedJob = target.host !== null ? this.#newId().toUpperCase() : null;
     for (const plan of plans) {
-      const event: EngineEvent = {
-        id: this.#newId().toUpperCase(),
-        operationId: operation.id,
-        jobId: '',
-        tenant: plan.tenant,
-        type: profile.eventType,
-        source: profile.source,
-        description: request.description ?? profile.description,
-        durationInSeconds: duration,
-        resources: plan.members.map((vm) => vm.name),
-        status: 'Scheduled',
-        createdAt: now,
-        notBefore: profile.startsAtOnce ? now : plan.notBefore,
-        startedAt: null,
-        endsAt: null,
-        startedBy: null,
-        approvals: [],
-      };
-      event.jobId = event.id;
-      this.#insert(event);
-      operation.events.push(event.id);
-      if (profile.startsAtOnce) this.#start(event, now, 'failure');
-      else this.#schedule.push(event.notBefore, event.id, 'start');
+      const event = this.#createEvent(operation, plan.tenant, plan.members, plan.notBefore, now, sharedJob, {
+        duration,
+        description: request.description,
+      });
+      if (steps) {
+        steps[0]!.status = 'scheduled';
+        steps[0]!.at = now;
+        steps[0]!.events.push(event.id);
+      }
     }
     for (const vm of vms) {
       if (noticed.includes(vm)) continue;
@@ -307,7 +392,8 @@ export class Engine {
         operation.reimagedVms.push(vm.name);
       }
     }
-    this.#operations.set(operation.id, operation);
+    if (type === 'host-update' && plans.length > 0) for (const t of tenants) this.#maintenance.set(t, operation.id);
+    this.#settle(operation);
     this.#mutated = true;
     this.#commit();
     return structuredClone(operation);
@@ -347,7 +433,8 @@ export class Engine {
     if (event.status !== 'Scheduled') {
       throw conflict(`event ${event.id} has already Started and can no longer be cancelled`);
     }
-    this.#end(event, this.now(), true);
+    // [choice] Azure cancels a job, not a tenant's share of it: every event of the job goes.
+    for (const e of [...(this.#jobs.get(event.jobId) ?? [])]) this.#end(e, this.now(), true);
     this.#commit();
     return cloneEvent(event);
   }
@@ -391,6 +478,9 @@ export class Engine {
     this.#byTenant.clear();
     this.#ended.clear();
     this.#operations.clear();
+    this.#jobs.clear();
+    this.#maintenance.clear();
+    this.#activation.clear();
     this.#schedule.clear();
     this.fleet.clear();
     for (const spec of this.#initialFleet) {
@@ -425,8 +515,9 @@ export class Engine {
       vms: this.#fleetSpecs(),
       events: [...this.#live.values()].map(cloneEvent),
       ended: [...this.#ended.values()].map((e) => structuredClone(e)),
-      operations: this.operations(),
+      operations: [...this.#operations.values()].map((o) => structuredClone(o)),
       incarnations: Object.fromEntries(this.#incarnations),
+      activation: Object.fromEntries([...this.#activation].map(([name, a]) => [name, { ...a }])),
     };
   }
 
@@ -437,6 +528,9 @@ export class Engine {
     this.#byTenant.clear();
     this.#ended.clear();
     this.#operations.clear();
+    this.#jobs.clear();
+    this.#maintenance.clear();
+    this.#activation.clear();
     this.#schedule.clear();
     this.#incarnations.clear();
     this.#initialFleet = structuredClone(snapshot.initialFleet);
@@ -449,7 +543,19 @@ export class Engine {
       else if (event.endsAt !== null) this.#schedule.push(event.endsAt, event.id, 'end');
     }
     for (const e of snapshot.ended) this.#ended.set(e.id, structuredClone(e));
-    for (const o of snapshot.operations) this.#operations.set(o.id, structuredClone(o));
+    for (const o of snapshot.operations) {
+      const op = structuredClone(o);
+      this.#operations.set(op.id, op);
+      if (op.status !== 'running') continue;
+      if (op.type === 'host-update') for (const vm of op.vms) this.#maintenance.set(this.fleet.vms.get(vm)?.tenant ?? vm, op.id);
+      const pending = op.steps?.find((step) => step.status === 'pending' && step.at !== null);
+      if (pending) this.#schedule.push(pending.at!, op.id, 'step');
+    }
+    for (const [name, a] of Object.entries(snapshot.activation ?? {})) {
+      this.#activation.set(name, { ...a });
+      if (a.enablingAt !== null) this.#schedule.push(a.enablingAt, name, 'enable');
+      if (a.enabledAt !== null && a.lastRequestAt !== null) this.#schedule.push(a.lastRequestAt + idleMs(this.timing), name, 'idle');
+    }
     // Restored documents are the saved ones, under their saved incarnations.
     this.#touched.clear();
     this.#mutated = true;
@@ -497,8 +603,160 @@ export class Engine {
     return this.timing.minimumNoticeMs(OPERATION_PROFILES[type].eventType);
   }
 
+  #resolveTarget(type: OperationType, request: OperationRequest): { vms: Vm[]; host: string | null; tenant: string | null } {
+    const targets = [request.vms, request.host, request.tenant].filter((t) => t !== undefined).length;
+    if (targets !== 1) throw invalid('an operation needs exactly one target: "vms", "host" or "tenant"');
+    if (request.host !== undefined) {
+      if (!HOST_OPERATIONS.has(type)) {
+        throw invalid(`'${type}' is not a host-level job; target "vms" or "tenant" (host jobs: ${[...HOST_OPERATIONS].join(', ')})`);
+      }
+      const host = this.fleet.hosts.get(request.host);
+      if (!host) throw notFound(`no host named '${request.host}'`);
+      return { vms: [...host.vms].map((n) => this.fleet.get(n)), host: host.name, tenant: null };
+    }
+    if (request.tenant !== undefined) {
+      const tenant = this.fleet.tenants.get(request.tenant);
+      if (!tenant) throw notFound(`no tenant named '${request.tenant}'`);
+      return { vms: [...tenant.vms].map((n) => this.fleet.get(n)), host: null, tenant: tenant.name };
+    }
+    if (type === 'host-update') {
+      throw invalid('host-update targets a "host" (one job for every tenant on it) or a "tenant" (rolling by fault domain), not "vms"');
+    }
+    const names = request.vms!;
+    if (names.length === 0) throw invalid('"vms" must name at least one VM');
+    if (new Set(names).size !== names.length) throw invalid('"vms" names a VM more than once');
+    return { vms: names.map((n) => this.fleet.get(n)), host: null, tenant: null };
+  }
+
+  /** NotBefore for an event of these VMs: the requested time if it gives the minimum notice, else the default. */
+  #notBefore(type: OperationType, members: readonly Vm[], now: number, request: OperationRequest): number {
+    const minimumMs = this.#minimumNoticeMs(type, members);
+    const defaultMs = type === 'degraded-hardware' ? this.timing.ms(DEGRADED_HARDWARE_NOTICE_SECONDS) : minimumMs;
+    if (request.notBefore === undefined) return ceilToSecond(now + defaultMs);
+    if (request.notBefore < now + minimumMs - NOTICE_TOLERANCE_MS && !request.force) {
+      throw invalid(
+        `notBefore ${formatIso(request.notBefore)} gives less than the minimum notice of ` +
+          `${minimumMs / 1000} s for ${OPERATION_PROFILES[type].eventType} (earliest ${formatIso(now + minimumMs)}); ` +
+          'pass "force": true to allow it',
+      );
+    }
+    return ceilToSecond(request.notBefore);
+  }
+
+  #createEvent(
+    operation: Operation,
+    tenant: string,
+    members: readonly Vm[],
+    notBefore: number,
+    at: number,
+    jobId: string | null,
+    options: { duration: number; description: string | undefined },
+  ): EngineEvent {
+    const profile = OPERATION_PROFILES[operation.type];
+    const id = this.#newId().toUpperCase();
+    const event: EngineEvent = {
+      id,
+      operationId: operation.id,
+      jobId: jobId ?? id,
+      tenant,
+      type: profile.eventType,
+      source: profile.source,
+      description: options.description ?? profile.description,
+      durationInSeconds: options.duration,
+      resources: members.map((vm) => vm.name),
+      status: 'Scheduled',
+      createdAt: at,
+      notBefore: profile.startsAtOnce ? at : notBefore,
+      startedAt: null,
+      endsAt: null,
+      startedBy: null,
+      approvals: [],
+    };
+    this.#insert(event);
+    operation.events.push(event.id);
+    if (profile.startsAtOnce) this.#start(event, at, 'failure');
+    else this.#schedule.push(event.notBefore, event.id, 'start');
+    return event;
+  }
+
+  /** Marks an operation finished once nothing of it is live or still to come. */
+  #settle(operation: Operation): void {
+    if (operation.status !== 'running') return;
+    if (operation.events.some((id) => this.#live.has(id))) return;
+    if (operation.steps?.some((step) => step.status === 'pending' || step.status === 'scheduled' || step.status === 'started')) return;
+    operation.status = operation.events.length > 0 && operation.events.every((id) => this.#ended.get(id)?.cancelled) ? 'cancelled' : 'completed';
+    this.#release(operation);
+  }
+
+  #release(operation: Operation): void {
+    for (const [tenant, id] of this.#maintenance) if (id === operation.id) this.#maintenance.delete(tenant);
+  }
+
+  /** A rolling update's step event has ended: plan the next fault domain shortly after, or finish. */
+  #advanceRolling(operation: Operation, event: EngineEvent, at: number, cancelled: boolean): void {
+    const steps = operation.steps!;
+    const step = steps.find((s) => s.events.includes(event.id));
+    if (!step || step.events.some((id) => this.#live.has(id))) return;
+    if (cancelled) {
+      // [choice] A cancelled step means Azure judged the rollout too risky: the rest is called off.
+      step.status = 'cancelled';
+      for (const s of steps) if (s.status === 'pending') s.status = 'cancelled';
+      operation.status = 'cancelled';
+      this.#release(operation);
+      return;
+    }
+    step.status = 'done';
+    const next = steps.find((s) => s.status === 'pending');
+    if (!next) return this.#settle(operation);
+    next.at = at + this.timing.ms(ROLLING_STEP_GAP_SECONDS);
+    this.#schedule.push(next.at, operation.id, 'step');
+  }
+
+  /** Schedules a rolling update's next fault domain, skipping one whose VMs have all gone. */
+  #runStep(operation: Operation, at: number): void {
+    const step = operation.steps?.find((s) => s.status === 'pending' && s.at === at);
+    if (!step || operation.status !== 'running' || !operation.tenant) return;
+    const members = step.vms
+      .map((n) => this.fleet.vms.get(n))
+      .filter((vm): vm is Vm => vm !== undefined && vm.tenant === operation.tenant && vm.faultDomain === step.faultDomain);
+    if (members.length === 0) {
+      step.status = 'skipped';
+      const next = operation.steps!.find((s) => s.status === 'pending');
+      if (next) {
+        next.at = at;
+        this.#runStep(operation, at);
+      } else this.#settle(operation);
+      return;
+    }
+    const notBefore = ceilToSecond(at + this.timing.minimumNoticeMs(OPERATION_PROFILES[operation.type].eventType));
+    const event = this.#createEvent(operation, operation.tenant, members, notBefore, at, null, {
+      duration: operation.durationInSeconds,
+      description: operation.description ?? undefined,
+    });
+    step.status = 'scheduled';
+    step.events.push(event.id);
+    this.#mutated = true;
+  }
+
   #visible(vm: Vm, event: { tenant: string; resources: readonly string[] }): boolean {
-    return event.tenant === vm.tenant && (!this.fleet.seesOnlyOwnEvents(vm) || event.resources.includes(vm.name));
+    return (
+      event.tenant === vm.tenant &&
+      (!this.fleet.seesOnlyOwnEvents(vm) || event.resources.includes(vm.name)) &&
+      this.#enabled(vm.name)
+    );
+  }
+
+  /** [seed] With the realistic activation profile a VM sees events only once its requests have enabled them. */
+  #enabled(name: string): boolean {
+    return this.#activationOptions.mode === 'off' || (this.#activation.get(name)?.enabledAt ?? null) !== null;
+  }
+
+  /** Marks a VM changed if enabling or disabling it changes what it sees. */
+  #touchVm(name: string): void {
+    const vm = this.fleet.vms.get(name);
+    if (!vm) return;
+    const own = this.fleet.seesOnlyOwnEvents(vm);
+    if ((this.#byTenant.get(vm.tenant) ?? []).some((e) => !own || e.resources.includes(name))) this.#touched.add(name);
   }
 
   /** Marks every VM that sees this event as having a changed document. */
@@ -515,6 +773,9 @@ export class Engine {
     let list = this.#byTenant.get(event.tenant);
     if (!list) this.#byTenant.set(event.tenant, (list = []));
     list.push(event);
+    const job = this.#jobs.get(event.jobId);
+    if (job) job.push(event);
+    else this.#jobs.set(event.jobId, [event]);
     this.#touch(event);
   }
 
@@ -525,14 +786,11 @@ export class Engine {
     throw notFound(`no event with id ${id}`);
   }
 
-  #jobEvents(jobId: string): EngineEvent[] {
-    return [...this.#live.values()].filter((e) => e.jobId === jobId);
-  }
-
+  /** [seed] A job starts once every tenant in it has approved. */
   #startJobIfApproved(jobId: string, at: number): void {
-    const job = this.#jobEvents(jobId);
+    const job = this.#jobs.get(jobId) ?? [];
     if (job.every((e) => e.approvals.length > 0)) {
-      for (const e of job) if (e.status === 'Scheduled') this.#start(e, at, 'approval');
+      for (const e of [...job]) if (e.status === 'Scheduled') this.#start(e, at, 'approval');
     }
   }
 
@@ -543,6 +801,8 @@ export class Engine {
     event.endsAt = at + this.timing.startedMs(event.type, event.durationInSeconds);
     this.#schedule.push(event.endsAt, event.id, 'end');
     this.#touch(event);
+    const step = this.#operations.get(event.operationId)?.steps?.find((s) => s.events.includes(event.id));
+    if (step) step.status = 'started';
   }
 
   #end(event: EngineEvent, at: number, cancelled: boolean): void {
@@ -551,20 +811,62 @@ export class Engine {
     const list = this.#byTenant.get(event.tenant)!;
     list.splice(list.indexOf(event), 1);
     if (list.length === 0) this.#byTenant.delete(event.tenant);
+    const job = this.#jobs.get(event.jobId)!;
+    job.splice(job.indexOf(event), 1);
+    if (job.length === 0) this.#jobs.delete(event.jobId);
     this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled });
     // A completed Terminate has deleted its VMs.
     if (!cancelled && event.type === 'Terminate') {
       for (const name of event.resources) if (this.fleet.vms.has(name)) this.#removeVm(name);
     }
+    const operation = this.#operations.get(event.operationId);
+    if (operation?.steps) this.#advanceRolling(operation, event, at, cancelled);
+    else if (operation) this.#settle(operation);
   }
 
   #apply(due: Due): void {
-    const event = this.#live.get(due.eventId);
-    if (!event) return;
-    if (due.kind === 'start' && event.status === 'Scheduled' && event.notBefore === due.at) {
-      for (const e of this.#jobEvents(event.jobId)) if (e.status === 'Scheduled') this.#start(e, due.at, 'notBefore');
-    } else if (due.kind === 'end' && event.status === 'Started' && event.endsAt === due.at) {
-      this.#end(event, due.at, false);
+    switch (due.kind) {
+      case 'start': {
+        const event = this.#live.get(due.ref);
+        if (event?.status === 'Scheduled' && event.notBefore === due.at) {
+          for (const e of [...(this.#jobs.get(event.jobId) ?? [])]) if (e.status === 'Scheduled') this.#start(e, due.at, 'notBefore');
+        }
+        return;
+      }
+      case 'end': {
+        const event = this.#live.get(due.ref);
+        if (event?.status === 'Started' && event.endsAt === due.at) this.#end(event, due.at, false);
+        return;
+      }
+      case 'step': {
+        const operation = this.#operations.get(due.ref);
+        if (operation) this.#runStep(operation, due.at);
+        return;
+      }
+      case 'enable': {
+        const state = this.#activation.get(due.ref);
+        if (!state || state.enablingAt !== due.at || !this.fleet.vms.has(due.ref)) return;
+        state.enablingAt = null;
+        state.enabledAt = due.at;
+        this.#touchVm(due.ref);
+        this.#mutated = true;
+        this.#schedule.push((state.lastRequestAt ?? due.at) + idleMs(this.timing), due.ref, 'idle');
+        return;
+      }
+      case 'idle': {
+        const state = this.#activation.get(due.ref);
+        if (!state || state.enabledAt === null || state.lastRequestAt === null) return;
+        const idleAt = state.lastRequestAt + idleMs(this.timing);
+        if (idleAt > due.at) {
+          this.#schedule.push(idleAt, due.ref, 'idle');
+          return;
+        }
+        // [seed] 24 h without a request: disabled until the next request enables it again.
+        this.#touchVm(due.ref);
+        state.enabledAt = null;
+        this.#mutated = true;
+        return;
+      }
     }
   }
 

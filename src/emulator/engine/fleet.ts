@@ -1,4 +1,5 @@
 // The fleet: VMs grouped into FC tenants and placed on hosts.
+import { isIP } from 'node:net';
 import { TERMINATE_NOTICE_MINUTES } from './timing.js';
 import { conflict, invalid, notFound } from './errors.js';
 
@@ -76,9 +77,26 @@ const DEFAULT_FAULT_DOMAIN_COUNT: Record<TenantKind, number> = {
 
 const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$/;
 
-/** IPv4-mapped IPv6 addresses (`::ffff:10.0.0.4`) are the same source as their IPv4 form. */
-export function normalizeAddress(address: string): string {
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
+/**
+ * The canonical form of an IP address, as Node reports a peer: IPv4-mapped IPv6
+ * (`::ffff:10.0.0.4`) becomes plain IPv4, and IPv6 is lower-case and compressed.
+ * Returns null for anything that is not an IP address.
+ */
+export function normalizeAddress(address: string): string | null {
+  const lower = address.trim().toLowerCase();
+  if (lower.startsWith('::ffff:') && isIP(lower.slice(7)) === 4) return lower.slice(7);
+  const kind = isIP(lower);
+  if (kind === 4) return lower;
+  if (kind !== 6) return null;
+  const canonical = new URL(`http://[${lower}]/`).hostname.slice(1, -1);
+  // The URL parser writes a mapped IPv4 tail in hex; keep such addresses in their IPv4 form.
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(canonical);
+  if (mapped) {
+    const hi = parseInt(mapped[1]!, 16);
+    const lo = parseInt(mapped[2]!, 16);
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  return canonical;
 }
 
 export class Fleet {
@@ -138,6 +156,9 @@ export class Fleet {
     const scaleSet = kind === 'scaleSet' ? (spec.scaleSet ?? tenantName) : null;
     if (scaleSet !== null && !NAME.test(scaleSet)) throw invalid(`scale set name ${JSON.stringify(scaleSet)} is not a valid name`);
     const address = spec.address === undefined ? null : normalizeAddress(spec.address);
+    if (spec.address !== undefined && address === null) {
+      throw invalid(`address ${JSON.stringify(spec.address)} is not an IPv4 or IPv6 address`);
+    }
     if (address !== null && this.#byAddress.has(address)) {
       throw conflict(`address ${address} already belongs to VM '${this.#byAddress.get(address)!.name}'`);
     }
@@ -224,7 +245,8 @@ export class Fleet {
   }
 
   byAddress(address: string): Vm | undefined {
-    return this.#byAddress.get(normalizeAddress(address));
+    // Node gives canonical addresses already, so only the mapped form needs undoing on this hot path.
+    return this.#byAddress.get(address.startsWith('::ffff:') ? address.slice(7) : address);
   }
 
   /** [seed] GPU VMs in a single-fault-domain scale set see only events that name them. */

@@ -103,6 +103,16 @@ export const OPERATION_PROFILES: Readonly<Record<OperationType, OperationProfile
   },
 };
 
+/** [seed] Jobs that run on a host and so may be shared by several customers. */
+export const HOST_OPERATIONS: ReadonlySet<OperationType> = new Set<OperationType>([
+  'host-update',
+  'freeze',
+  'platform-reboot',
+  'platform-redeploy',
+  'degraded-hardware',
+  'hardware-failure',
+]);
+
 export function isOperationType(x: unknown): x is OperationType {
   return typeof x === 'string' && (OPERATION_TYPES as readonly string[]).includes(x);
 }

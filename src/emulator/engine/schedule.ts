@@ -1,11 +1,16 @@
 // A min-heap of due times, so the engine's cost follows the number of changes, not clock ticks.
 
+/**
+ * A transition that falls due: an event starts or ends (ref: event id), a rolling
+ * update's next step is scheduled (ref: operation id), or a VM's Scheduled Events
+ * is enabled or checked for idleness (ref: VM name).
+ */
 export interface Due {
   at: number;
   /** Tie-breaker that keeps equal times in insertion order. */
   seq: number;
-  eventId: string;
-  kind: 'start' | 'end';
+  ref: string;
+  kind: 'start' | 'end' | 'step' | 'enable' | 'idle';
 }
 
 export class Schedule {
@@ -16,9 +21,9 @@ export class Schedule {
     return this.#heap.length;
   }
 
-  push(at: number, eventId: string, kind: Due['kind']): void {
+  push(at: number, ref: string, kind: Due['kind']): void {
     const heap = this.#heap;
-    heap.push({ at, seq: this.#seq++, eventId, kind });
+    heap.push({ at, seq: this.#seq++, ref, kind });
     let i = heap.length - 1;
     while (i > 0) {
       const parent = (i - 1) >> 1;

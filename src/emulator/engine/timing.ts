@@ -39,6 +39,18 @@ export const STARTED_SECONDS: Readonly<Record<EventType, number>> = {
  */
 export const MIN_STARTED_SECONDS = 2;
 
+/**
+ * [seed] In routine maintenance the next fault domain's event "may be Scheduled soon
+ * after" the previous one completes; [choice] one minute after.
+ */
+export const ROLLING_STEP_GAP_SECONDS = 60;
+
+/** [seed] The first call to a disabled VM's endpoint may be delayed "up to two minutes". */
+export const MAX_FIRST_CALL_DELAY_SECONDS = 120;
+
+/** [seed] Scheduled Events is disabled again after 24 hours without a request. */
+export const IDLE_DISABLE_SECONDS = 24 * 60 * 60;
+
 /** Named timing profiles of `--timing`; `dev` divides every duration by 60. */
 export const TIMING_PROFILES = { realistic: 1, dev: 60 } as const;
 

@@ -323,12 +323,17 @@ describe('POST /v1/operations', () => {
     assert.equal(e.notBefore, iso(now() + 7 * 24 * 60 * MIN));
   });
 
-  test('host-update, host and tenant targets get 400 with a clear message', async () => {
-    assertError(await op({ type: 'host-update', vms: ['vm0'] }), 400, 'host-update');
-    assertError(await op({ type: 'freeze', host: 'h1' }), 400, 'host');
-    assertError(await op({ type: 'freeze', tenant: 'web' }), 400, 'tenant');
+  test('targets: host jobs take a host, host-update takes a host or a tenant, unknown ones are 404s', async () => {
+    assertError(await op({ type: 'host-update', vms: ['vm0'] }), 400, 'host-update targets a "host"');
+    assertError(await op({ type: 'restart', host: 'h1' }), 400, 'not a host-level job');
+    assertError(await op({ type: 'freeze', host: 'nope' }), 404, "no host named 'nope'");
+    assertError(await op({ type: 'freeze', tenant: 'nope' }), 404, "no tenant named 'nope'");
     assertError(await op({ type: 'freeze' }), 400, 'target');
     assertError(await op({ type: 'freeze', vms: ['vm0'], host: 'h1' }), 400, 'exactly one target');
+    const res = await op({ type: 'freeze', host: 'h1' });
+    assert.equal(res.status, 201, res.text);
+    const tenants = h.engine.events().map((e) => e.tenant).sort();
+    assert.deepEqual(tenants, ['ss', 'web'], 'one event per tenant on the host');
   });
 
   test('unknown VM is a 404; unknown type and bad fields are 400s naming the field', async () => {

@@ -115,11 +115,12 @@ describe('operations and their events', () => {
     ]);
   });
 
-  test('targets and types that are not available yet get a clear error', () => {
+  test('bad targets and types get a clear error and leave nothing behind', () => {
     const { engine } = makeEngine();
-    assertEngineError(() => engine.createOperation({ type: 'host-update', vms: ['web0'] }), 'invalid', /host-update/);
-    assertEngineError(() => engine.createOperation({ type: 'freeze', host: 'h1' }), 'invalid', /"host"/);
-    assertEngineError(() => engine.createOperation({ type: 'freeze', tenant: 'web' }), 'invalid', /"tenant"/);
+    assertEngineError(() => engine.createOperation({ type: 'host-update', vms: ['web0'] }), 'invalid', /host-update targets a "host"/);
+    assertEngineError(() => engine.createOperation({ type: 'restart', host: 'h1' }), 'invalid', /not a host-level job/);
+    assertEngineError(() => engine.createOperation({ type: 'freeze', host: 'nope' }), 'not-found', /no host named 'nope'/);
+    assertEngineError(() => engine.createOperation({ type: 'freeze', tenant: 'nope' }), 'not-found', /no tenant named 'nope'/);
     assertEngineError(() => engine.createOperation({ type: 'explode', vms: ['web0'] }), 'invalid', /unknown operation type "explode"/);
     assertEngineError(() => engine.createOperation({ type: 'freeze', vms: [] }), 'invalid', /at least one VM/);
     assertEngineError(() => engine.createOperation({ type: 'freeze', vms: ['web0', 'web0'] }), 'invalid', /more than once/);
@@ -131,6 +132,7 @@ describe('operations and their events', () => {
       /durationInSeconds/,
     );
     assert.equal(engine.events().length, 0, 'a refused operation leaves nothing behind');
+    assert.equal(engine.operations().length, 0);
   });
 
   test('notBefore earlier than the minimum notice is refused unless forced', () => {
@@ -428,5 +430,26 @@ describe('fleet realism', () => {
     assert.equal(engine.addVm({ name: 'y', tenant: 'plain', tenantKind: 'scaleSet' }).scaleSet, 'plain');
     assert.equal(engine.addVm({ name: 'z' }).scaleSet, null);
     assertEngineError(() => engine.addVm({ name: 'w', scaleSet: 'ss' }), 'invalid', /only to scale-set VMs/);
+  });
+});
+
+describe('addresses', () => {
+  test('addresses are kept in the canonical form Node reports peers in', async () => {
+    const { normalizeAddress } = await import('../../../src/emulator/engine/fleet.js');
+    assert.equal(normalizeAddress('10.0.0.4'), '10.0.0.4');
+    assert.equal(normalizeAddress('::FFFF:10.0.0.4'), '10.0.0.4');
+    assert.equal(normalizeAddress('::ffff:a00:4'), '10.0.0.4');
+    assert.equal(normalizeAddress('fd00::0001'), 'fd00::1');
+    assert.equal(normalizeAddress('0:0:0:0:0:0:0:1'), '::1');
+    assert.equal(normalizeAddress('FD00:0:0:0:0:0:0:ABCD'), 'fd00::abcd');
+    assert.equal(normalizeAddress('banana'), null);
+    assert.equal(normalizeAddress('10.0.0.256'), null);
+  });
+
+  test('a VM given an address in any spelling matches its peer address; a bad one is refused', () => {
+    const { engine } = makeEngine([]);
+    engine.addVm({ name: 'a', address: 'FD00::0001' });
+    assert.equal(engine.fleet.byAddress('fd00::1')?.name, 'a');
+    assertEngineError(() => engine.addVm({ name: 'b', address: 'banana' }), 'invalid', /"banana" is not an IPv4 or IPv6 address/);
   });
 });
