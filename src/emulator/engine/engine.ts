@@ -469,10 +469,17 @@ export class Engine {
   }
 
   /**
-   * Back to the start state: the initial fleet and no events. [choice] Incarnations
-   * carry on upwards, so a consumer polling across a reset still sees a change.
+   * Back to the start state: the initial fleet (or a new one, which becomes the start
+   * fleet) and no events. [choice] Incarnations carry on upwards, so a consumer polling
+   * across a reset still sees a change.
    */
-  reset(): void {
+  reset(fleet?: readonly VmSpec[]): void {
+    // A new start fleet is checked whole before anything is cleared.
+    if (fleet) {
+      const check = new Fleet(this.#newId);
+      for (const spec of fleet) check.add(spec);
+      this.#initialFleet = [...check.vms.values()].map((vm) => vmToSpec(vm, check.tenantOf(vm)));
+    }
     const before = new Map([...this.fleet.vms.keys()].map((name) => [name, this.#signature(name)]));
     this.#live.clear();
     this.#byTenant.clear();

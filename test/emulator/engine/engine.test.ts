@@ -453,3 +453,18 @@ describe('addresses', () => {
     assertEngineError(() => engine.addVm({ name: 'b', address: 'banana' }), 'invalid', /"banana" is not an IPv4 or IPv6 address/);
   });
 });
+
+describe('reset with a new fleet', () => {
+  test('replaces the start fleet, checked whole first', () => {
+    const { engine } = makeEngine();
+    engine.createOperation({ type: 'freeze', vms: ['web0'] });
+    assert.throws(() => engine.reset([{ name: 'n0' }, { name: 'n0' }]), /already exists/);
+    assert.equal(engine.events().length, 1, 'a refused fleet changes nothing');
+    engine.reset([{ name: 'n0' }, { name: 'n1', tenant: 'n', faultDomain: 1 }]);
+    assert.deepEqual([...engine.fleet.vms.keys()], ['n0', 'n1']);
+    assert.deepEqual(engine.events(), []);
+    engine.addVm({ name: 'extra' });
+    engine.reset();
+    assert.deepEqual([...engine.fleet.vms.keys()], ['n0', 'n1'], 'the new fleet is the start state now');
+  });
+});
