@@ -8,11 +8,21 @@ import type { EventView } from '../../../src/protocol/types.js';
 import { MINUTE, T0, makeEngine } from './fixtures.js';
 
 const VMS = ['web0', 'web1', 'web2', 'ss0', 'ss1', 'gpu0', 'gpu1', 'solo'] as const;
-// host-update arrives with shared hosts; today it is refused like any bad request.
-const TYPES = OPERATION_TYPES.filter((t) => t !== 'host-update');
+const TYPES = OPERATION_TYPES;
+const HOSTS = ['h1', 'h2', 'h3', 'host-ss0', 'host-solo'] as const;
+const TENANTS = ['web', 'ss', 'gpu', 'solo'] as const;
 
 type Step =
-  | { kind: 'operation'; type: (typeof TYPES)[number]; vms: string[]; noticeMinutes: number | null; force: boolean; duration: number | null }
+  | {
+      kind: 'operation';
+      type: (typeof TYPES)[number];
+      vms: string[];
+      target: 'vms' | 'host' | 'tenant';
+      pick: number;
+      noticeMinutes: number | null;
+      force: boolean;
+      duration: number | null;
+    }
   | { kind: 'approve'; vm: string; pick: number[]; bogus: boolean }
   | { kind: 'cancel'; pick: number }
   | { kind: 'complete'; pick: number }
@@ -26,6 +36,8 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant('operation' as const),
       type: fc.constantFrom(...TYPES),
       vms: fc.uniqueArray(fc.constantFrom(...VMS), { minLength: 1, maxLength: 4 }),
+      target: fc.constantFrom('vms' as const, 'host' as const, 'tenant' as const),
+      pick: fc.nat(),
       noticeMinutes: fc.option(fc.integer({ min: 0, max: 60 }), { nil: null }),
       force: fc.boolean(),
       duration: fc.option(fc.integer({ min: -1, max: 900 }), { nil: null }),
@@ -117,9 +129,15 @@ function run(steps: Step[]) {
     try {
       switch (s.kind) {
         case 'operation': {
+          const target =
+            s.target === 'vms'
+              ? { vms: s.vms }
+              : s.target === 'host'
+                ? { host: HOSTS[s.pick % HOSTS.length] }
+                : { tenant: TENANTS[s.pick % TENANTS.length] };
           const op = engine.createOperation({
             type: s.type,
-            vms: s.vms,
+            ...target,
             ...(s.noticeMinutes !== null ? { notBefore: clock.now() + s.noticeMinutes * MINUTE, force: s.force } : {}),
             ...(s.duration !== null ? { durationInSeconds: s.duration } : {}),
           });
@@ -160,6 +178,8 @@ function run(steps: Step[]) {
     } catch (err) {
       if (!(err instanceof EngineError)) throw err;
     }
+    // Rolling updates create events later; make them candidates for approvals and cancels too.
+    for (const e of engine.events()) if (!issued.includes(e.id)) issued.push(e.id);
     observe(label);
   });
   assert.ok(clock.now() >= T0);
