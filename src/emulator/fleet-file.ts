@@ -6,6 +6,15 @@ import { LineCounter, isMap, isNode, isPair, isScalar, isSeq, parseDocument, typ
 import { z } from 'zod';
 import { EngineError } from './engine/errors.js';
 import { Fleet, TENANT_KINDS, type VmSpec } from './engine/fleet.js';
+import {
+  AVAILABILITY_SET_DEFAULTS,
+  FleetGeneratorError,
+  MAX_AVAILABILITY_SET_FAULT_DOMAINS,
+  MAX_GENERATED_VMS,
+  generateAvailabilitySets,
+  generateScaleSet,
+  scaleSetTenants,
+} from './fleet-generator.js';
 import { VmSpecSchema } from './vm-spec.js';
 
 export class FleetFileError extends Error {
@@ -22,14 +31,44 @@ export class FleetFileError extends Error {
 
 // A VM's own entry is exactly what POST /v1/vms takes.
 const VmEntry = VmSpecSchema;
+const vmField = VmSpecSchema.shape;
 
 const TenantEntry = z.strictObject({
   name: z.string(),
   kind: z.enum(TENANT_KINDS),
   faultDomainCount: z.int().optional(),
+  updateDomainCount: z.int().optional(),
   terminateNotificationMinutes: z.int().optional(),
   osImageNotification: z.boolean().optional(),
   gpu: z.boolean().optional(),
+  scaleSet: z.string().optional(),
+});
+
+/** A sanity bound: each placement group is a tenant of its own. */
+const MAX_PLACEMENT_GROUPS = 1000;
+
+const ScaleSetEntry = z.strictObject({
+  name: z.string(),
+  placementGroups: z.int().min(1).max(MAX_PLACEMENT_GROUPS).optional(),
+  faultDomainCount: vmField.faultDomainCount,
+  updateDomainCount: vmField.updateDomainCount,
+  terminateNotificationMinutes: vmField.terminateNotificationMinutes,
+  osImageNotification: vmField.osImageNotification,
+  gpu: vmField.gpu,
+  priority: vmField.priority,
+  instances: z.int().min(0).max(MAX_GENERATED_VMS).optional(),
+  hosts: z.union([z.int().min(1), z.array(z.string()).min(1)], { error: 'expected a host count or a list of host names' }).optional(),
+  hostPrefix: z.string().optional(),
+});
+
+const GenerateEntry = z.strictObject({
+  availabilitySets: z.int().min(1),
+  vmsPerSet: z.int().min(1),
+  hosts: z.int().min(1),
+  faultDomainCount: z.int().min(1).max(MAX_AVAILABILITY_SET_FAULT_DOMAINS).optional(),
+  updateDomainCount: z.int().min(1).max(20).optional(),
+  prefix: z.string().optional(),
+  hostPrefix: z.string().optional(),
 });
 
 const HostEntry = z.strictObject({
@@ -38,8 +77,10 @@ const HostEntry = z.strictObject({
 });
 
 const FleetDocument = z.strictObject({
-  vms: z.array(VmEntry).min(1, { message: 'a fleet needs at least one VM' }),
+  vms: z.array(VmEntry).optional(),
   tenants: z.array(TenantEntry).optional(),
+  scaleSets: z.array(ScaleSetEntry).optional(),
+  generate: z.array(GenerateEntry).optional(),
   hosts: z.array(HostEntry).optional(),
 });
 type FleetDocument = z.infer<typeof FleetDocument>;
@@ -108,7 +149,9 @@ export function parseFleet(text: string, file: string): VmSpec[] {
     });
     throw problemError(doc, file, lineCounter, problems);
   }
-  return resolveFleet(parsed.data, (problem) => problemError(doc, file, lineCounter, [problem]));
+  // Sections are read in the order written, so a duplicate is reported where it occurs second.
+  const order = Object.keys(data as object) as (keyof FleetDocument)[];
+  return resolveFleet(parsed.data, order, (problem) => problemError(doc, file, lineCounter, [problem]));
 }
 
 function cleanMessage(message: string): string {
@@ -166,41 +209,163 @@ export function formatPath(path: Path): string {
   return out;
 }
 
-/** Which field an engine rule complains about, by the start of its message. */
-const RULE_FIELDS: readonly [RegExp, keyof VmSpec][] = [
-  [/^VM name/, 'name'],
-  [/^a VM named/, 'name'],
-  [/^tenant name/, 'tenant'],
-  [/^tenant '.*' is a standalone/, 'tenant'],
-  [/^tenant '.*' is an? /, 'tenantKind'],
-  [/^tenant '.*' has \d+ fault domains/, 'faultDomainCount'],
-  [/^faultDomainCount/, 'faultDomainCount'],
-  [/^faultDomain /, 'faultDomain'],
-  [/^updateDomain/, 'updateDomain'],
-  [/^address/, 'address'],
-  [/^terminateNotificationMinutes/, 'terminateNotificationMinutes'],
-  [/^osImageNotification/, 'osImageNotification'],
-  [/^host name/, 'host'],
+/** Which fields an engine rule complains about, by the start of its message; the first one written is blamed. */
+const RULE_FIELDS: readonly [RegExp, readonly (keyof VmSpec)[]][] = [
+  [/^VM name/, ['name']],
+  [/^a VM named/, ['name']],
+  [/^tenant name/, ['tenant']],
+  [/^tenant '.*' is a standalone/, ['tenant']],
+  [/^tenant '.*' is an? /, ['tenantKind']],
+  [/^tenant '.*' has \d+ fault domains/, ['faultDomainCount']],
+  [/^tenant '.*' has \d+ update domains/, ['updateDomainCount']],
+  [/^faultDomainCount/, ['faultDomainCount']],
+  [/^faultDomain /, ['faultDomain']],
+  [/^updateDomainCount/, ['updateDomainCount']],
+  [/^updateDomain /, ['updateDomain']],
+  [/^scaleSet applies/, ['scaleSet']],
+  [/^scale set name/, ['scaleSet']],
+  [/^address/, ['address']],
+  [/^terminateNotificationMinutes/, ['terminateNotificationMinutes']],
+  [/^osImageNotification/, ['osImageNotification']],
+  [/^host name/, ['host']],
+  [/^host '.*' already carries/, ['faultDomain', 'host']],
 ];
 
-/** Tenant defaults and host placement, then the engine's own rules, VM by VM. */
-function resolveFleet(fleetDoc: FleetDocument, error: (p: Problem) => FleetFileError): VmSpec[] {
-  const tenantIndex = new Map<string, number>();
-  fleetDoc.tenants?.forEach((t, i) => {
-    if (tenantIndex.has(t.name)) {
-      throw error({ path: ['tenants', i, 'name'], message: `tenant '${t.name}' is listed twice (first at tenants[${tenantIndex.get(t.name)}])` });
+type Section = 'vms' | 'scaleSets' | 'generate';
+
+/** Where a VM comes from: its own entry, or the scale set or generate entry that made it. */
+interface Source {
+  section: Section;
+  index: number;
+}
+
+/** A tenant's defaults for its VMs, and where each was written. */
+interface TenantDecl {
+  at: Path;
+  defaults: Partial<VmSpec>;
+  written: Partial<Record<keyof VmSpec, Path>>;
+  /** The scale set this tenant is (a placement group of). */
+  scaleSet: string | undefined;
+}
+
+interface VmRecord {
+  spec: VmSpec;
+  source: Source;
+}
+
+/** Expands scaleSets and generate, applies tenant defaults and host placement, then the engine's own rules, VM by VM. */
+function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocument)[], error: (p: Problem) => FleetFileError): VmSpec[] {
+  const tenants = new Map<string, TenantDecl>();
+  const declare = (name: string, decl: TenantDecl, where: Path) => {
+    const first = tenants.get(name);
+    if (first) throw error({ path: where, message: `tenant '${name}' is declared twice (first at ${formatPath(first.at)})` });
+    tenants.set(name, decl);
+  };
+  const scaleSets = new Map<string, { at: Path; tenants: string[] }>();
+  const generated = new Map<string, VmSpec[]>();
+  const generatorError = (at: Path, err: unknown, rename: Record<string, string> = {}): never => {
+    if (!(err instanceof FleetGeneratorError)) throw err;
+    const [head, ...rest] = err.path;
+    throw error({ path: [...at, rename[head as string] ?? head!, ...rest], message: err.problem });
+  };
+
+  // 1. Tenants, from every section that declares them.
+  for (const section of order) {
+    if (section === 'tenants') {
+      fleetDoc.tenants!.forEach((t, i) => {
+        const at: Path = ['tenants', i];
+        const { name, kind, ...rest } = t;
+        declare(
+          name,
+          {
+            at,
+            defaults: { tenantKind: kind, ...rest },
+            written: writtenFields(t, at, { name: 'tenant', kind: 'tenantKind' }),
+            scaleSet: kind === 'scaleSet' ? (t.scaleSet ?? name) : undefined,
+          },
+          [...at, 'name'],
+        );
+      });
+    } else if (section === 'scaleSets') {
+      fleetDoc.scaleSets!.forEach((s, i) => {
+        const at: Path = ['scaleSets', i];
+        const first = scaleSets.get(s.name);
+        if (first) throw error({ path: [...at, 'name'], message: `scale set '${s.name}' is listed twice (first at ${formatPath(first.at)})` });
+        if (s.instances === undefined && (s.hosts !== undefined || s.hostPrefix !== undefined)) {
+          const key = s.hosts !== undefined ? 'hosts' : 'hostPrefix';
+          throw error({ path: [...at, key], message: 'places generated instances; set instances too' });
+        }
+        let specs: VmSpec[];
+        try {
+          specs = generateScaleSet({ ...s, instances: s.instances ?? 0 });
+        } catch (err) {
+          return generatorError(at, err);
+        }
+        generated.set(`scaleSets.${i}`, specs);
+        const placementGroups = s.placementGroups ?? 1;
+        const names = scaleSetTenants(s.name, placementGroups);
+        scaleSets.set(s.name, { at, tenants: names });
+        const { name, placementGroups: _pg, instances: _n, hosts: _h, hostPrefix: _hp, ...settings } = s;
+        const written = writtenFields(settings, at);
+        written.tenant = written.scaleSet = written.tenantKind = [...at, 'name'];
+        for (const tenant of names) {
+          const defaults: Partial<VmSpec> = { tenantKind: 'scaleSet', ...settings };
+          if (tenant !== name) defaults.scaleSet = name;
+          declare(tenant, { at, defaults, written, scaleSet: name }, [...at, 'name']);
+        }
+      });
+    } else if (section === 'generate') {
+      fleetDoc.generate!.forEach((g, i) => {
+        const at: Path = ['generate', i];
+        let specs: VmSpec[];
+        try {
+          specs = generateAvailabilitySets({ ...g, sets: g.availabilitySets });
+        } catch (err) {
+          return generatorError(at, err, { sets: 'availabilitySets' });
+        }
+        generated.set(`generate.${i}`, specs);
+        const faultDomainCount = g.faultDomainCount ?? AVAILABILITY_SET_DEFAULTS.faultDomainCount;
+        const updateDomainCount = g.updateDomainCount ?? AVAILABILITY_SET_DEFAULTS.updateDomainCount;
+        const written = writtenFields({ faultDomainCount: g.faultDomainCount, updateDomainCount: g.updateDomainCount }, at);
+        written.tenant = written.tenantKind = 'prefix' in g ? [...at, 'prefix'] : at;
+        const decl: TenantDecl = { at, defaults: { tenantKind: 'availabilitySet', faultDomainCount, updateDomainCount }, written, scaleSet: undefined };
+        const prefix = g.prefix ?? 'as';
+        for (let s = 0; s < g.availabilitySets; s++) declare(`${prefix}${s}`, decl, written.tenant);
+      });
     }
-    tenantIndex.set(t.name, i);
-  });
+  }
 
-  const vmIndex = new Map<string, number>();
-  fleetDoc.vms.forEach((vm, i) => {
-    const first = vmIndex.get(vm.name);
-    if (first !== undefined) throw error({ path: ['vms', i, 'name'], message: `duplicate VM name '${vm.name}' (first at vms[${first}])` });
-    vmIndex.set(vm.name, i);
-  });
+  // 2. VMs, generated or listed, each name once.
+  const records: VmRecord[] = [];
+  const byName = new Map<string, VmRecord>();
+  const label = (source: Source) => formatPath([source.section, source.index]);
+  const add = (record: VmRecord, where: () => Path) => {
+    const first = byName.get(record.spec.name);
+    if (first) throw error({ path: where(), message: `duplicate VM name '${record.spec.name}' (first at ${label(first.source)})` });
+    byName.set(record.spec.name, record);
+    records.push(record);
+  };
+  for (const section of order) {
+    if (section === 'scaleSets' || section === 'generate') {
+      fleetDoc[section]!.forEach((_, index) => {
+        const source: Source = { section, index };
+        for (const spec of generated.get(`${section}.${index}`)!) add({ spec, source }, () => generatedPath(fleetDoc, source, ['name']));
+      });
+    } else if (section === 'vms') {
+      fleetDoc.vms!.forEach((entry, index) => {
+        const spec = listedVm(entry, index, tenants, scaleSets, error);
+        add({ spec, source: { section, index } }, () => ['vms', index, 'name']);
+      });
+    }
+  }
+  if (records.length === 0) {
+    throw error({
+      path: fleetDoc.vms ? ['vms'] : [],
+      message: 'a fleet needs at least one VM: list some under vms, or give scaleSets instances, or generate them',
+    });
+  }
 
-  // hosts: [{name, vms}] places VMs; each VM at most once, and never against its own `host`.
+  // 3. hosts: [{name, vms}] places VMs; each VM at most once, and never against a host it already has.
   const placement = new Map<string, { host: string; at: Path }>();
   const hostIndex = new Map<string, number>();
   fleetDoc.hosts?.forEach((h, i) => {
@@ -210,52 +375,128 @@ function resolveFleet(fleetDoc: FleetDocument, error: (p: Problem) => FleetFileE
     hostIndex.set(h.name, i);
     h.vms.forEach((name, j) => {
       const at: Path = ['hosts', i, 'vms', j];
-      const v = vmIndex.get(name);
-      if (v === undefined) throw error({ path: at, message: `no VM named '${name}' in vms` });
+      const record = byName.get(name);
+      if (record === undefined) throw error({ path: at, message: `no VM named '${name}' in the fleet` });
       const earlier = placement.get(name);
       if (earlier) throw error({ path: at, message: `VM '${name}' is already placed on host '${earlier.host}' (${formatPath(earlier.at)})` });
-      const own = fleetDoc.vms[v]!.host;
+      const own = record.spec.host;
       if (own !== undefined && own !== h.name) {
-        throw error({ path: at, message: `VM '${name}' is placed on host '${h.name}' here but on '${own}' in vms[${v}].host` });
+        const from = record.source.section === 'vms' ? `in vms[${record.source.index}].host` : `by ${label(record.source)}.hosts`;
+        throw error({ path: at, message: `VM '${name}' is placed on host '${h.name}' here but on '${own}' ${from}` });
       }
+      record.spec.host = h.name;
       placement.set(name, { host: h.name, at });
     });
   });
 
+  // 4. The engine's rules, blamed on where the offending value was written.
   const fleet = new Fleet(() => randomUUID());
-  return fleetDoc.vms.map((entry, i) => {
-    const t = entry.tenant === undefined ? undefined : tenantIndex.get(entry.tenant);
-    const tenant = t === undefined ? undefined : fleetDoc.tenants![t]!;
-    const spec: VmSpec = dropUndefined({
-      name: entry.name,
-      tenant: entry.tenant,
-      tenantKind: entry.tenantKind ?? tenant?.kind,
-      faultDomain: entry.faultDomain,
-      updateDomain: entry.updateDomain,
-      host: entry.host ?? placement.get(entry.name)?.host,
-      address: entry.address,
-      priority: entry.priority,
-      terminateNotificationMinutes: entry.terminateNotificationMinutes ?? tenant?.terminateNotificationMinutes,
-      osImageNotification: entry.osImageNotification ?? tenant?.osImageNotification,
-      gpu: entry.gpu ?? tenant?.gpu,
-      faultDomainCount: entry.faultDomainCount ?? tenant?.faultDomainCount,
-    });
+  for (const record of records) {
     try {
-      fleet.add(spec);
+      fleet.add(record.spec);
     } catch (err) {
       if (!(err instanceof EngineError)) throw err;
-      const field = RULE_FIELDS.find(([re]) => re.test(err.message))?.[1];
-      // Point at where the offending value was written: the VM, its tenant's defaults, or its host entry.
-      let path: Path = ['vms', i];
-      if (field !== undefined && field in entry) path = ['vms', i, field];
-      else if (field === 'tenantKind' && t !== undefined) path = ['tenants', t, 'kind'];
-      else if (field !== undefined && t !== undefined && field in tenant!) path = ['tenants', t, field];
-      else if (field === 'host' && placement.has(entry.name)) path = placement.get(entry.name)!.at;
-      else if (field === 'tenantKind' && 'tenant' in entry) path = ['vms', i, 'tenant'];
-      throw error({ path, message: `VM '${entry.name}': ${err.message}` });
+      const fields = RULE_FIELDS.find(([re]) => re.test(err.message))?.[1] ?? [];
+      const path = blame(fleetDoc, record, fields, tenants, placement);
+      throw error({ path, message: `VM '${record.spec.name}': ${err.message}` });
     }
-    return spec;
+  }
+  return records.map((r) => r.spec);
+}
+
+/** A listed VM with its tenant's defaults; a VM's own fields win. */
+function listedVm(
+  entry: NonNullable<FleetDocument['vms']>[number],
+  i: number,
+  tenants: ReadonlyMap<string, TenantDecl>,
+  scaleSets: ReadonlyMap<string, { tenants: string[] }>,
+  error: (p: Problem) => FleetFileError,
+): VmSpec {
+  const groups = (name: string) => {
+    const names = scaleSets.get(name)!.tenants;
+    return `scale set '${name}' has ${names.length} placement groups: set tenant to one of ${names[0]} … ${names[names.length - 1]}`;
+  };
+  let tenantName = entry.tenant;
+  // `scaleSet: S` alone joins S when S is a single tenant.
+  if (tenantName === undefined && entry.scaleSet !== undefined && scaleSets.has(entry.scaleSet)) {
+    const names = scaleSets.get(entry.scaleSet)!.tenants;
+    if (names.length > 1) throw error({ path: ['vms', i, 'scaleSet'], message: groups(entry.scaleSet) });
+    tenantName = names[0];
+  }
+  if (tenantName !== undefined && !tenants.has(tenantName) && (scaleSets.get(tenantName)?.tenants.length ?? 0) > 1) {
+    throw error({ path: ['vms', i, 'tenant'], message: groups(tenantName) });
+  }
+  const decl = tenantName === undefined ? undefined : tenants.get(tenantName);
+  if (entry.scaleSet !== undefined && decl?.scaleSet !== undefined && entry.scaleSet !== decl.scaleSet) {
+    throw error({ path: ['vms', i, 'scaleSet'], message: `tenant '${tenantName}' belongs to scale set '${decl.scaleSet}', not '${entry.scaleSet}'` });
+  }
+  const d = decl?.defaults ?? {};
+  return dropUndefined({
+    name: entry.name,
+    tenant: tenantName,
+    tenantKind: entry.tenantKind ?? d.tenantKind,
+    faultDomain: entry.faultDomain,
+    updateDomain: entry.updateDomain,
+    host: entry.host,
+    address: entry.address,
+    priority: entry.priority ?? d.priority,
+    terminateNotificationMinutes: entry.terminateNotificationMinutes ?? d.terminateNotificationMinutes,
+    osImageNotification: entry.osImageNotification ?? d.osImageNotification,
+    gpu: entry.gpu ?? d.gpu,
+    faultDomainCount: entry.faultDomainCount ?? d.faultDomainCount,
+    updateDomainCount: entry.updateDomainCount ?? d.updateDomainCount,
+    scaleSet: entry.scaleSet ?? d.scaleSet,
+    vmId: entry.vmId,
   });
+}
+
+/** Where the value behind an engine complaint was written: the VM, its tenant's defaults, its host entry, or the entry that generated it. */
+function blame(
+  fleetDoc: FleetDocument,
+  record: VmRecord,
+  fields: readonly (keyof VmSpec)[],
+  tenants: ReadonlyMap<string, TenantDecl>,
+  placement: ReadonlyMap<string, { at: Path }>,
+): Path {
+  const { section, index } = record.source;
+  const placed = placement.get(record.spec.name);
+  if (section !== 'vms') {
+    if (fields.includes('host') && placed) return placed.at;
+    return generatedPath(fleetDoc, record.source, fields);
+  }
+  const entry = fleetDoc.vms![index]!;
+  for (const f of fields) if (f in entry) return ['vms', index, f];
+  const decl = record.spec.tenant === undefined ? undefined : tenants.get(record.spec.tenant);
+  for (const f of fields) {
+    const written = decl?.written[f];
+    if (written) return written;
+  }
+  if (fields.includes('host') && placed) return placed.at;
+  if (fields.includes('tenantKind') && 'tenant' in entry) return ['vms', index, 'tenant'];
+  return ['vms', index];
+}
+
+/** Which key of a scaleSets or generate entry sets each VM field. */
+function generatedKeys(section: 'scaleSets' | 'generate'): Partial<Record<keyof VmSpec, readonly string[]>> {
+  return section === 'scaleSets'
+    ? { name: ['name'], tenant: ['name'], scaleSet: ['name'], tenantKind: ['name'], host: ['hosts', 'hostPrefix'], faultDomain: ['faultDomainCount'] }
+    : { name: ['prefix', 'availabilitySets'], tenant: ['prefix'], tenantKind: ['prefix'], host: ['hostPrefix', 'hosts'], faultDomain: ['faultDomainCount'] };
+}
+
+function generatedPath(fleetDoc: FleetDocument, source: Source, fields: readonly (keyof VmSpec)[]): Path {
+  const section = source.section as 'scaleSets' | 'generate';
+  const entry = fleetDoc[section]![source.index]!;
+  const at: Path = [section, source.index];
+  const keys = generatedKeys(section);
+  for (const f of fields) for (const key of keys[f] ?? [f]) if (key in entry) return [...at, key];
+  return at;
+}
+
+/** The path of each key written in an entry, under the VmSpec field it sets. */
+function writtenFields(entry: object, at: Path, rename: Record<string, keyof VmSpec> = {}): Partial<Record<keyof VmSpec, Path>> {
+  const written: Partial<Record<keyof VmSpec, Path>> = {};
+  for (const [key, value] of Object.entries(entry)) if (value !== undefined) written[rename[key] ?? (key as keyof VmSpec)] = [...at, key];
+  return written;
 }
 
 function dropUndefined<T extends object>(o: T): T {

@@ -99,11 +99,15 @@ export function normalizeAddress(address: string): string | null {
   return canonical;
 }
 
+const hostDomainKey = (host: string, tenant: string) => `${host}\u0000${tenant}`;
+
 export class Fleet {
   readonly vms = new Map<string, Vm>();
   readonly tenants = new Map<string, Tenant>();
   readonly hosts = new Map<string, Host>();
   readonly #byAddress = new Map<string, Vm>();
+  /** The fault domain of each tenant on each host, how many of its VMs are there, and one of them. */
+  readonly #hostDomains = new Map<string, { faultDomain: number; count: number; example: string }>();
 
   constructor(private readonly newId: () => string) {}
 
@@ -176,14 +180,12 @@ export class Fleet {
     const host = spec.host ?? `host-${spec.name}`;
     if (!NAME.test(host)) throw invalid(`host name ${JSON.stringify(host)} is not a valid name`);
     // A host sits in one rack, so it lies in a single fault domain of every tenant it serves.
-    for (const other of this.hosts.get(host)?.vms ?? []) {
-      const peer = this.vms.get(other)!;
-      if (peer.tenant === tenantName && peer.faultDomain !== faultDomain) {
-        throw conflict(
-          `host '${host}' already carries '${peer.name}' of tenant '${tenantName}' in fault domain ${peer.faultDomain}; ` +
-            `a host lies in one fault domain of each tenant, so '${spec.name}' cannot be in fault domain ${faultDomain} there`,
-        );
-      }
+    const placed = this.#hostDomains.get(hostDomainKey(host, tenantName));
+    if (placed && placed.faultDomain !== faultDomain) {
+      throw conflict(
+        `host '${host}' already carries '${placed.example}' of tenant '${tenantName}' in fault domain ${placed.faultDomain}; ` +
+          `a host lies in one fault domain of each tenant, so '${spec.name}' cannot be in fault domain ${faultDomain} there`,
+      );
     }
     const vm: Vm = {
       name: spec.name,
@@ -216,6 +218,10 @@ export class Fleet {
       this.hosts.set(h.name, h);
     }
     h.vms.add(vm.name);
+    const key = hostDomainKey(vm.host, vm.tenant);
+    const placed = this.#hostDomains.get(key);
+    if (placed) placed.count += 1;
+    else this.#hostDomains.set(key, { faultDomain: vm.faultDomain, count: 1, example: vm.name });
     this.vms.set(vm.name, vm);
     if (vm.address !== null) this.#byAddress.set(vm.address, vm);
     return vm;
@@ -231,6 +237,12 @@ export class Fleet {
     const h = this.hosts.get(vm.host);
     h?.vms.delete(name);
     if (h && h.vms.size === 0) this.hosts.delete(h.name);
+    const key = hostDomainKey(vm.host, vm.tenant);
+    const placed = this.#hostDomains.get(key)!;
+    if (--placed.count === 0) this.#hostDomains.delete(key);
+    else if (placed.example === name) {
+      placed.example = [...h!.vms].find((n) => this.vms.get(n)!.tenant === vm.tenant)!;
+    }
     return vm;
   }
 
@@ -260,6 +272,7 @@ export class Fleet {
     this.tenants.clear();
     this.hosts.clear();
     this.#byAddress.clear();
+    this.#hostDomains.clear();
   }
 }
 

@@ -468,3 +468,15 @@ describe('reset with a new fleet', () => {
     assert.deepEqual([...engine.fleet.vms.keys()], ['n0', 'n1'], 'the new fleet is the start state now');
   });
 });
+
+describe('fleet placement', () => {
+  test('the host rule follows VMs as they come and go on a crowded host', () => {
+    const { engine } = makeEngine([]);
+    for (let i = 0; i < 2000; i++) engine.addVm({ name: `v${i}`, tenant: `t${i % 50}`, faultDomain: 0, host: 'big' });
+    engine.removeVm('v0');
+    assertEngineError(() => engine.addVm({ name: 'x', tenant: 't0', faultDomain: 1, host: 'big' }), 'conflict', /carries 'v50' of tenant 't0' in fault domain 0/);
+    for (let i = 50; i < 2000; i += 50) engine.removeVm(`v${i}`);
+    // Tenant t0 has left the host, so a new t0 VM may sit in any fault domain there.
+    engine.addVm({ name: 'x', tenant: 't0', faultDomain: 1, host: 'big' });
+  });
+});
