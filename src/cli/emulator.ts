@@ -1,7 +1,8 @@
 // `forewarn emulator`: run the local Scheduled Events service until SIGINT/SIGTERM.
 import type { Command } from 'commander';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
-import { parseTimingFactor } from '../emulator/engine/timing.js';
+import { DEFAULT_FIRST_CALL_DELAY_SECONDS, type ActivationOptions } from '../emulator/engine/activation.js';
+import { MAX_FIRST_CALL_DELAY_SECONDS, parseTimingFactor } from '../emulator/engine/timing.js';
 import { Emulator } from '../emulator/emulator.js';
 import { DEFAULT_RATE_LIMIT } from '../emulator/rate-limit.js';
 import { FleetFileError, loadFleetFile } from '../emulator/fleet-file.js';
@@ -22,6 +23,7 @@ export interface RawEmulatorFlags {
   clock?: string;
   rateLimit?: string;
   activation?: string;
+  activationDelay?: string;
   state?: string;
   token?: string;
   logLevel?: string;
@@ -35,6 +37,7 @@ export interface EmulatorCliOptions {
   timingFactor: number;
   clock: 'system' | 'manual';
   rateLimit: number;
+  activation: ActivationOptions;
   statePath?: string | undefined;
   token?: string | undefined;
   logLevel: string;
@@ -44,11 +47,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 
 /** Checks every flag and reads the fleet file; any problem is a UsageError (exit 2). */
 export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {}): EmulatorCliOptions {
-  const activation = flags.activation ?? 'off';
-  if (activation === 'realistic') {
-    throw new UsageError('--activation realistic is not supported yet; only --activation off (the default) works');
-  }
-  if (activation !== 'off') throw new UsageError(`--activation must be realistic or off, got "${activation}"`);
+  const activation = parseActivation(flags.activation ?? 'off', flags.activationDelay);
   const clock = flags.clock ?? 'system';
   if (clock !== 'system' && clock !== 'manual') throw new UsageError(`--clock must be system or manual, got "${clock}"`);
   let timingFactor: number;
@@ -84,10 +83,26 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
     timingFactor,
     clock,
     rateLimit,
+    activation,
     statePath: flags.state,
     token: token || undefined,
     logLevel,
   };
+}
+
+function parseActivation(mode: string, delayText: string | undefined): ActivationOptions {
+  if (mode !== 'realistic' && mode !== 'off') throw new UsageError(`--activation must be realistic or off, got "${mode}"`);
+  if (mode === 'off') {
+    // Silently ignoring it would leave the user wondering why nothing is delayed.
+    if (delayText !== undefined) throw new UsageError('--activation-delay applies only with --activation realistic');
+    return { mode };
+  }
+  if (delayText === undefined) return { mode, firstCallDelaySeconds: DEFAULT_FIRST_CALL_DELAY_SECONDS };
+  const delay = Number(delayText);
+  if (delayText.trim() === '' || !Number.isFinite(delay) || delay < 0 || delay > MAX_FIRST_CALL_DELAY_SECONDS) {
+    throw new UsageError(`--activation-delay must be a number of seconds from 0 to ${MAX_FIRST_CALL_DELAY_SECONDS}, got "${delayText}"`);
+  }
+  return { mode, firstCallDelaySeconds: delay };
 }
 
 export interface RunningEmulator {
@@ -111,6 +126,7 @@ export async function startEmulator(options: EmulatorCliOptions, io: Io, logStre
       clock: options.clock,
       timingFactor: options.timingFactor,
       rateLimit: options.rateLimit,
+      activation: options.activation,
       token: options.token,
       statePath: options.statePath,
       logger: options.logLevel === 'silent' ? false : { level: options.logLevel, stream: logStream ?? process.stderr },
@@ -150,6 +166,7 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
     `IMDS:    ${urls.imdsUrl}`,
     `Control: ${urls.controlUrl}`,
   ];
+  if (options.activation.mode === 'realistic') lines.push(activationLine(options));
   const vm = vms[0];
   if (vm !== undefined) {
     const prefix = vms.length > 1 ? `/vms/${vm}` : '';
@@ -172,6 +189,19 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
   return lines.join('\n');
 }
 
+function activationLine(options: EmulatorCliOptions): string {
+  const nominal = options.activation.mode === 'realistic' ? (options.activation.firstCallDelaySeconds ?? DEFAULT_FIRST_CALL_DELAY_SECONDS) : 0;
+  const seconds = nominal / options.timingFactor;
+  const scaled = options.timingFactor === 1 ? `${nominal} s` : `${round(seconds)} s (${nominal} s at timing x${options.timingFactor})`;
+  return options.clock === 'manual'
+    ? `Activation: realistic; each VM sees its events ${scaled} of clock time after its first request (the manual clock holds no request)`
+    : `Activation: realistic; the first request of each VM is held for ${scaled}, then it sees its events`;
+}
+
+function round(n: number): string {
+  return String(Math.round(n * 1000) / 1000);
+}
+
 function summarize(names: string[]): string {
   return names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')}, …`;
 }
@@ -189,7 +219,8 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     .option('--timing <realistic|dev|FACTOR>', 'speed of every duration: realistic, dev (60x faster) or a factor', 'realistic')
     .option('--clock <system|manual>', 'system time, or a clock moved through the control API', 'system')
     .option('--rate-limit <N>', 'IMDS requests a second per VM before 429; 0 turns it off', String(DEFAULT_RATE_LIMIT))
-    .option('--activation <realistic|off>', 'Scheduled Events activation delays (only off is supported yet)', 'off')
+    .option('--activation <realistic|off>', "realistic: a VM's first request enables Scheduled Events after a delay", 'off')
+    .option('--activation-delay <SECONDS>', `with --activation realistic, how long a first request is held: 0-${MAX_FIRST_CALL_DELAY_SECONDS} (default ${DEFAULT_FIRST_CALL_DELAY_SECONDS})`)
     .option('--state <FILE>', 'keep state in FILE across restarts')
     .option('--token <TOKEN>', 'bearer token the control API requires (env FOREWARN_TOKEN)')
     .option('--log-level <LEVEL>', 'server log level on stderr (env FOREWARN_LOG_LEVEL)')

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerEmulatorCommand } from './emulator.js';
 import { CliError, UsageError, processIo, type Io } from './errors.js';
+import { registerScenarioCommand } from './scenario.js';
 import { registerTriggerCommand } from './trigger.js';
 
 // The same path from src/cli and dist/cli.
@@ -17,6 +18,7 @@ export function buildProgram(io: Io = processIo): Command {
     .showHelpAfterError('(run with --help for usage)');
   registerEmulatorCommand(program, io);
   registerTriggerCommand(program, io);
+  registerScenarioCommand(program, io);
   return program;
 }
 

@@ -82,11 +82,21 @@ export function parseTriggerArgs(operation: string, flags: RawTriggerFlags, env:
   return { controlUrl, token: token || undefined, json: flags.json ?? false, body };
 }
 
+interface RollingStep {
+  faultDomain: number;
+  vms: string[];
+  status: string;
+  events: string[];
+  at: string | null;
+}
+
 interface OperationCreated {
   operation: string;
   events: string[];
   removedVms?: string[];
   reimagedVms?: string[];
+  status?: string;
+  steps?: RollingStep[] | null;
 }
 
 /** POSTs the operation and prints what it created; failures are CliErrors (exit 1). */
@@ -129,9 +139,20 @@ export async function runTrigger(request: TriggerRequest, io: Io, fetchImpl: typ
     if (created.events.length === 0) lines.push('no events');
     if (created.removedVms?.length) lines.push(`removed at once (no terminate notification): ${created.removedVms.join(', ')}`);
     if (created.reimagedVms?.length) lines.push(`reimaged at once (no OS image notification): ${created.reimagedVms.join(', ')}`);
+    if (created.steps) lines.push(...stepLines(created.steps));
     io.stdout(`${lines.join('\n')}\n`);
   }
   return created;
+}
+
+/** A rolling host update: one line per fault domain, in the order they are done. */
+function stepLines(steps: RollingStep[]): string[] {
+  const lines = [`rolling over ${steps.length} fault domain${steps.length === 1 ? '' : 's'}, one at a time:`];
+  for (const step of steps) {
+    const events = step.events.length > 0 ? `, event ${step.events.join(', ')}` : '';
+    lines.push(`  fault domain ${step.faultDomain}: ${step.vms.join(', ')} (${step.status}${events})`);
+  }
+  return lines;
 }
 
 function connectionProblem(err: unknown, controlUrl: string): string {
@@ -151,8 +172,8 @@ export function registerTriggerCommand(program: Command, io: Io): void {
     .description('create maintenance through the control API')
     .argument('<OPERATION>', OPERATION_TYPES.join(', '))
     .option('--vm <NAME...>', 'the VMs (repeatable; also takes several names)')
-    .option('--host <HOST>', 'every VM on a host')
-    .option('--tenant <TENANT>', 'every VM of a tenant')
+    .option('--host <HOST>', 'a host: one job for every tenant on it (host-level operations only)')
+    .option('--tenant <TENANT>', 'every VM of a tenant; host-update rolls over it one fault domain at a time')
     .option('--control <URL>', `control API (default ${DEFAULT_CONTROL_URL}, env FOREWARN_CONTROL)`)
     .option('--not-before <ISO>', 'NotBefore as an ISO 8601 time')
     .option('--duration <SECONDS>', 'DurationInSeconds')

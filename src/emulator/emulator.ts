@@ -2,6 +2,7 @@
 import { isIP, type AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { formatIso } from '../protocol/time.js';
+import type { ActivationOptions } from './engine/activation.js';
 import { ManualClock, SystemClock, wallClock, type Clock } from './engine/clock.js';
 import { Engine, type EngineSnapshot } from './engine/engine.js';
 import { EngineError } from './engine/errors.js';
@@ -18,6 +19,8 @@ export interface EmulatorOptions {
   fleet?: VmSpec[];
   clock?: 'system' | 'manual' | Clock;
   timingFactor?: number;
+  /** Scheduled Events activation; off (every VM sees its events from the start) by default. */
+  activation?: ActivationOptions;
   /** Requests a second per VM; 0 turns the limit off. */
   rateLimit?: number;
   token?: string;
@@ -68,6 +71,7 @@ export class Emulator {
       clock,
       timing,
       fleet: options.fleet ?? DEFAULT_FLEET,
+      ...(options.activation ? { activation: options.activation } : {}),
       ...(options.newId ? { newId: options.newId } : {}),
     });
     if (snapshot) {

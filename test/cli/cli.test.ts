@@ -124,7 +124,9 @@ describe('forewarn emulator and trigger, as processes', () => {
       [['emulator', '--clock', 'fast'], /--clock must be system or manual, got "fast"/],
       [['emulator', '--timing', 'slow'], /--timing must be realistic, dev or a positive factor/],
       [['emulator', '--rate-limit', '-1'], /--rate-limit must be .* 0 or more/],
-      [['emulator', '--activation', 'realistic'], /--activation realistic is not supported yet/],
+      [['emulator', '--activation', 'sometimes'], /--activation must be realistic or off, got "sometimes"/],
+      [['emulator', '--activation', 'realistic', '--activation-delay', '121'], /--activation-delay must be a number of seconds from 0 to 120, got "121"/],
+      [['emulator', '--activation-delay', '30'], /--activation-delay applies only with --activation realistic/],
       [['emulator', '--bogus'], /unknown option '--bogus'/],
       [['trigger', 'freeze'], /exactly one of --vm/],
     ];
@@ -244,8 +246,9 @@ describe('CLI functions', () => {
 
   it('maps failures to exit codes without stack traces', async () => {
     const io = captureIo();
-    assert.equal(await run(['emulator', '--activation', 'realistic'], io), 2);
-    assert.match(io.err, /^forewarn: --activation realistic is not supported yet/);
+    assert.equal(await run(['emulator', '--activation', 'realistic', '--activation-delay', 'soon'], io), 2);
+    assert.match(io.err, /^forewarn: --activation-delay must be a number of seconds from 0 to 120, got "soon"/);
+    assertNoStack(io.err);
     const help = captureIo();
     assert.equal(await run(['--help'], help), 0);
     assert.match(help.out, /emulator/);
@@ -259,5 +262,147 @@ describe('CLI functions', () => {
     assert.equal(await run(['--version'], io), 0);
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     assert.equal(io.out.trim(), version);
+  });
+});
+
+describe('activation and host or tenant targets', () => {
+  it('parses --activation and --activation-delay', () => {
+    assert.deepEqual(parseEmulatorOptions({}).activation, { mode: 'off' });
+    assert.deepEqual(parseEmulatorOptions({ activation: 'realistic' }).activation, { mode: 'realistic', firstCallDelaySeconds: 120 });
+    assert.deepEqual(parseEmulatorOptions({ activation: 'realistic', activationDelay: '0' }).activation, {
+      mode: 'realistic',
+      firstCallDelaySeconds: 0,
+    });
+    assert.deepEqual(parseEmulatorOptions({ activation: 'realistic', activationDelay: '7.5' }).activation, {
+      mode: 'realistic',
+      firstCallDelaySeconds: 7.5,
+    });
+    for (const bad of ['-1', '120.5', '121', 'two', '', ' ', 'Infinity']) {
+      assert.throws(
+        () => parseEmulatorOptions({ activation: 'realistic', activationDelay: bad }),
+        { name: 'UsageError', message: /--activation-delay must be a number of seconds from 0 to 120/ },
+        bad,
+      );
+    }
+    assert.throws(() => parseEmulatorOptions({ activation: 'off', activationDelay: '10' }), /only with --activation realistic/);
+  });
+
+  it('--activation realistic works: the banner says so and the first request is held for the scaled delay', async () => {
+    const options = parseEmulatorOptions({
+      imds: '127.0.0.1:0',
+      control: '127.0.0.1:0',
+      activation: 'realistic',
+      activationDelay: '60',
+      timing: '60',
+      rateLimit: '0',
+      logLevel: 'silent',
+    });
+    const io = captureIo();
+    const { emulator, imdsUrl } = await startEmulator(options, io);
+    try {
+      assert.match(io.out, /^Activation: realistic; the first request of each VM is held for 1 s \(60 s at timing x60\)/m);
+      emulator.engine.createOperation({ type: 'freeze', vms: ['vm0'] });
+      const url = `${imdsUrl}/metadata/scheduledevents?api-version=2020-07-01`;
+      const started = Date.now();
+      const first = (await (await fetch(url, { headers: { Metadata: 'true' } })).json()) as { Events: unknown[] };
+      const held = Date.now() - started;
+      assert.ok(held >= 990, `held ${held} ms`);
+      assert.equal(first.Events.length, 1);
+    } finally {
+      await emulator.close();
+    }
+
+    const manual = captureIo();
+    const running = await startEmulator({ ...options, clock: 'manual', timingFactor: 1 }, manual);
+    await running.emulator.close();
+    assert.match(manual.out, /^Activation: realistic; each VM sees its events 60 s of clock time after its first request/m);
+    const off = captureIo();
+    const plain = await startEmulator({ ...parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0' }), logLevel: 'silent' }, off);
+    await plain.emulator.close();
+    assert.doesNotMatch(off.out, /Activation/);
+  });
+
+  const SHARED_FLEET = [
+    'tenants:',
+    '  - { name: web, kind: availabilitySet, faultDomainCount: 2 }',
+    '  - { name: workers, kind: scaleSet, faultDomainCount: 2 }',
+    'hosts:',
+    '  - { name: rack1-host1, vms: [web0, worker0] }',
+    'vms:',
+    '  - { name: web0, tenant: web, faultDomain: 0 }',
+    '  - { name: web1, tenant: web, faultDomain: 1 }',
+    '  - { name: worker0, tenant: workers, faultDomain: 0 }',
+    '  - { name: worker1, tenant: workers, faultDomain: 1 }',
+    '',
+  ].join('\n');
+
+  async function sharedEmulator() {
+    const fleet = join(dir, 'shared.yaml');
+    writeFileSync(fleet, SHARED_FLEET);
+    const options = parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0', clock: 'manual', fleet, logLevel: 'silent' });
+    return startEmulator(options, captureIo());
+  }
+
+  it('trigger host-update --tenant prints the rolling steps; a second one on the tenant is refused with 409', async () => {
+    const { emulator, controlUrl } = await sharedEmulator();
+    try {
+      const io = captureIo();
+      assert.equal(await run(['trigger', 'host-update', '--tenant', 'web', '--control', controlUrl], io), 0, io.err);
+      const [op] = emulator.engine.operations();
+      const [event] = emulator.engine.events();
+      assert.equal(op!.tenant, 'web');
+      assert.deepEqual(event!.resources, ['web0']);
+      assert.equal(
+        io.out,
+        [
+          `operation ${op!.id}`,
+          `event ${event!.id}`,
+          'rolling over 2 fault domains, one at a time:',
+          `  fault domain 0: web0 (scheduled, event ${event!.id})`,
+          '  fault domain 1: web1 (pending)',
+          '',
+        ].join('\n'),
+      );
+
+      const again = captureIo();
+      assert.equal(await run(['trigger', 'host-update', '--tenant', 'web', '--control', controlUrl], again), 1);
+      assert.match(again.err, /refused: 409 a host update is already in progress for tenant 'web'/);
+
+      const json = captureIo();
+      assert.equal(await run(['trigger', 'host-update', '--tenant', 'workers', '--json', '--control', controlUrl], json), 0, json.err);
+      const created = JSON.parse(json.out) as { status: string; steps: { faultDomain: number; status: string }[] };
+      assert.equal(created.status, 'running');
+      assert.deepEqual(created.steps.map((s) => [s.faultDomain, s.status]), [
+        [0, 'scheduled'],
+        [1, 'pending'],
+      ]);
+    } finally {
+      await emulator.close();
+    }
+  });
+
+  it('trigger hardware-failure --host gives every tenant on the host its own Started event', async () => {
+    const { emulator, controlUrl } = await sharedEmulator();
+    try {
+      const io = captureIo();
+      assert.equal(await run(['trigger', 'hardware-failure', '--host', 'rack1-host1', '--control', controlUrl], io), 0, io.err);
+      const events = emulator.engine.events();
+      assert.deepEqual(events.map((e) => [e.tenant, e.resources, e.status]), [
+        ['web', ['web0'], 'Started'],
+        ['workers', ['worker0'], 'Started'],
+      ]);
+      for (const e of events) assert.match(io.out, new RegExp(`^event ${e.id}$`, 'm'));
+      assert.doesNotMatch(io.out, /rolling/);
+      assert.equal(emulator.engine.operations()[0]!.host, 'rack1-host1');
+
+      const refused = captureIo();
+      assert.equal(await run(['trigger', 'restart', '--host', 'rack1-host1', '--control', controlUrl], refused), 1);
+      assert.match(refused.err, /refused: 400 'restart' is not a host-level job/);
+      const unknown = captureIo();
+      assert.equal(await run(['trigger', 'freeze', '--host', 'nope', '--control', controlUrl], unknown), 1);
+      assert.match(unknown.err, /refused: 404 no host named 'nope'/);
+    } finally {
+      await emulator.close();
+    }
   });
 });

@@ -1,6 +1,7 @@
 // Starts the IMDS surface over a real socket around a fresh engine with a manual clock.
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import type { ActivationOptions } from '../../src/emulator/engine/activation.js';
 import { ManualClock } from '../../src/emulator/engine/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
@@ -32,11 +33,17 @@ export interface HarnessOptions {
   rateNow?: () => number;
   /** Replace parts of the context, e.g. to provoke an unexpected error. */
   context?: Partial<ImdsContext>;
+  /** The engine's activation profile; off by default. */
+  activation?: ActivationOptions;
 }
 
 export async function startImds(options: HarnessOptions = {}): Promise<ImdsHarness> {
   const clock = new ManualClock(T0);
-  const engine = new Engine({ clock, fleet: options.fleet ?? [{ name: 'vm0' }] });
+  const engine = new Engine({
+    clock,
+    fleet: options.fleet ?? [{ name: 'vm0' }],
+    ...(options.activation ? { activation: options.activation } : {}),
+  });
   const faults = new FaultRegistry();
   const rateLimiter = new RateLimiter(options.rateLimit ?? 0, options.rateNow ?? (() => 0));
   const app = buildImdsServer({ engine, faults, rateLimiter, ...options.context });

@@ -68,11 +68,17 @@ export const ROUTES: readonly RouteDoc[] = [
   {
     method: 'POST',
     path: '/v1/operations',
-    summary: 'Create maintenance: events, or immediate deletes and reimages',
+    summary: 'Create maintenance on VMs, a host (one job for every tenant on it) or a tenant: events, or immediate deletes and reimages',
     body: 'OperationBody',
     responses: { 201: 'OperationCreated', 400: 'Error', 404: 'Error', 409: 'Error' },
   },
   { method: 'GET', path: '/v1/operations', summary: 'Every operation so far', responses: { 200: 'OperationList' } },
+  {
+    method: 'GET',
+    path: '/v1/operations/:id',
+    summary: 'One operation: its status and, for a rolling host update, its steps and progress',
+    responses: { 200: 'OperationEnvelope', 404: 'Error' },
+  },
   { method: 'GET', path: '/v1/events', summary: 'Every live event with its internal state', responses: { 200: 'EventList' } },
   { method: 'GET', path: '/v1/events/:id', summary: 'One live event', responses: { 200: 'EventEnvelope', 404: 'Error' } },
   {
@@ -110,6 +116,20 @@ export const ROUTES: readonly RouteDoc[] = [
     summary: 'Back to the start state: initial fleet, no events, no faults, fresh rate limits',
     responses: { 200: 'Ok' },
   },
+  {
+    method: 'POST',
+    path: '/v1/scenarios',
+    summary: "Run a scenario (a built-in by name, or inline) on the emulator's clock; it replaces the fleet",
+    body: 'ScenarioBody',
+    responses: {
+      200: json('ScenarioRun', 'Manual clock: the whole run, with its report'),
+      202: json('ScenarioRun', 'System clock: started; its report is at GET /v1/scenarios/{id}'),
+      400: 'Error',
+      404: 'Error',
+      409: json('Error', "timing differs from the emulator's"),
+    },
+  },
+  { method: 'GET', path: '/v1/scenarios/:id', summary: 'A scenario run and its report so far', responses: { 200: 'ScenarioRun', 404: 'Error' } },
   {
     method: 'GET',
     path: '/v1/stream',

@@ -4,7 +4,9 @@ import { API_VERSIONS } from '../../protocol/versions.js';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
 import { PRIORITIES, TENANT_KINDS } from '../engine/fleet.js';
 import { OPERATION_TYPES } from '../engine/operations.js';
+import type { StepStatus } from '../engine/rolling.js';
 import { FAULT_STATUSES } from '../faults.js';
+import { ScenarioDocumentSchema, ScenarioReportSchema } from '../scenarios/format.js';
 import { VmSpecSchema } from '../vm-spec.js';
 
 /** Every schema the OpenAPI document names, keyed by its component id. */
@@ -87,6 +89,12 @@ export const VmResponse = z
     faultDomainCount: z.int(),
     updateDomainCount: z.int(),
     scaleSet: z.string().optional(),
+    scheduledEvents: z
+      .enum(['enabled', 'enabling', 'disabled'])
+      .meta({ description: 'Whether the VM sees its events: always enabled unless the activation profile is realistic' }),
+    lastRequestAt: isoTimeOrNull
+      .optional()
+      .meta({ description: 'The last Scheduled Events request (realistic activation only); on GET /v1/vms/{name}' }),
   })
   .register(registry, { id: 'Vm' });
 export type VmResponse = z.infer<typeof VmResponse>;
@@ -108,12 +116,37 @@ export const FleetResponse = z
   .register(registry, { id: 'Fleet' });
 export type FleetResponse = z.infer<typeof FleetResponse>;
 
+const STEP_STATUSES = ['pending', 'scheduled', 'started', 'done', 'skipped', 'cancelled'] as const satisfies readonly StepStatus[];
+// Fails to compile if the engine gains a step status this list lacks.
+const _allStepStatuses: readonly (typeof STEP_STATUSES)[number][] = [] as StepStatus[];
+
+const OperationStatus = z
+  .enum(['running', 'completed', 'cancelled'])
+  .meta({ description: 'Running while any of its events is live or still to come' });
+
+export const RollingStepResponse = z
+  .object({
+    faultDomain: z.int(),
+    vms: z.array(z.string()),
+    status: z.enum(STEP_STATUSES),
+    events: z.array(z.string()),
+    at: isoTimeOrNull.meta({ description: 'When its event is (or was) created; null until planned' }),
+  })
+  .register(registry, { id: 'RollingStep', description: 'One fault domain of a rolling host update' });
+export type RollingStepResponse = z.infer<typeof RollingStepResponse>;
+
+const Steps = z
+  .union([z.array(RollingStepResponse), z.null()])
+  .meta({ description: 'A rolling host update (host-update on a tenant) by fault domain, in order; null otherwise' });
+
 export const OperationCreated = z
   .object({
     operation: z.string(),
     events: z.array(z.string()),
     removedVms: z.array(z.string()).meta({ description: 'Deleted at once: no terminate notification' }),
     reimagedVms: z.array(z.string()).meta({ description: 'Reimaged at once: no OS image notification' }),
+    status: OperationStatus,
+    steps: Steps,
   })
   .register(registry, { id: 'OperationCreated' });
 export type OperationCreated = z.infer<typeof OperationCreated>;
@@ -123,15 +156,25 @@ export const OperationResponse = z
     id: z.string(),
     type: z.enum(OPERATION_TYPES),
     createdAt: isoTime,
-    vms: z.array(z.string()),
+    vms: z.array(z.string()).meta({ description: 'Every VM targeted, however it was addressed' }),
+    host: z.union([z.string(), z.null()]).meta({ description: 'The host targeted, if any' }),
+    tenant: z.union([z.string(), z.null()]).meta({ description: 'The tenant targeted, if any' }),
+    status: OperationStatus,
     events: z.array(z.string()),
     removedVms: z.array(z.string()),
     reimagedVms: z.array(z.string()),
+    steps: Steps,
+    progress: z
+      .union([z.object({ done: z.int(), total: z.int() }), z.null()])
+      .meta({ description: 'Steps done or skipped, of all steps; null unless rolling' }),
+    durationInSeconds: z.int(),
+    description: z.union([z.string(), z.null()]).meta({ description: "The requested description; null for the type's own" }),
   })
   .register(registry, { id: 'Operation' });
 export type OperationResponse = z.infer<typeof OperationResponse>;
 
 export const OperationList = z.object({ operations: z.array(OperationResponse) }).register(registry, { id: 'OperationList' });
+export const OperationEnvelope = z.object({ operation: OperationResponse }).register(registry, { id: 'OperationEnvelope' });
 
 export const EventResponse = z
   .object({
@@ -150,6 +193,15 @@ export const EventResponse = z
     endsAt: isoTimeOrNull,
     startedBy: z.union([z.enum(['approval', 'notBefore', 'failure']), z.null()]),
     approvals: z.array(z.object({ vm: z.string(), at: isoTime })),
+    job: z
+      .object({
+        id: z.string(),
+        tenants: z.array(z.object({ tenant: z.string(), event: z.string(), approved: z.boolean() })),
+      })
+      .meta({
+        description:
+          'The job the event belongs to: a job on a shared host has one event per tenant and starts when every tenant approved',
+      }),
   })
   .register(registry, { id: 'Event', description: 'A live event with its internal state' });
 export type EventResponse = z.infer<typeof EventResponse>;
@@ -174,7 +226,12 @@ export const DocumentResponse = z
   .register(registry, { id: 'Document', description: 'The Scheduled Events document, as IMDS sends it' });
 
 export const ClockResponse = z
-  .object({ now: isoTime, mode: z.enum(['system', 'manual']), factor: z.number() })
+  .object({
+    now: isoTime,
+    mode: z.enum(['system', 'manual']),
+    factor: z.number(),
+    activation: z.enum(['off', 'realistic']).meta({ description: 'The Scheduled Events activation profile' }),
+  })
   .register(registry, { id: 'Clock' });
 export type ClockResponse = z.infer<typeof ClockResponse>;
 
@@ -203,6 +260,29 @@ export const StreamDocument = z
     z.object({ vm: z.string(), removed: z.literal(true) }),
   ])
   .register(registry, { id: 'StreamDocument', description: 'Data of a `document` event on /v1/stream' });
+
+// ---- scenarios (docs/scenarios.md) -------------------------------------------------
+
+export const ScenarioDocument = ScenarioDocumentSchema.register(registry, { id: 'Scenario', description: 'A scenario file as data; see docs/scenarios.md' });
+export const ScenarioBody = z
+  .strictObject({
+    name: z.string().optional().meta({ description: 'A built-in scenario, as `forewarn scenario list` names it' }),
+    scenario: ScenarioDocument.optional(),
+    timing: z
+      .union([z.enum(['realistic', 'dev']), z.number().positive()])
+      .optional()
+      .meta({ description: "Must match the emulator's own timing; the run uses the emulator's clock and timing" }),
+  })
+  .register(registry, { id: 'ScenarioBody', description: 'Exactly one of name or scenario' });
+export const ScenarioReport = ScenarioReportSchema.register(registry, { id: 'ScenarioReport' });
+export const ScenarioRun = z
+  .object({
+    run: z.string(),
+    status: z.enum(['running', 'passed', 'failed', 'aborted']),
+    report: ScenarioReport,
+  })
+  .register(registry, { id: 'ScenarioRun', description: 'A scenario run and its report so far' });
+export type ScenarioRun = z.infer<typeof ScenarioRun>;
 
 // ---- validation messages -------------------------------------------------------
 

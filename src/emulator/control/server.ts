@@ -7,7 +7,7 @@ import { renderDocument, serializeDocument } from '../../protocol/render.js';
 import { formatIso, parseEventTime } from '../../protocol/time.js';
 import { checkApiVersion, LATEST_API_VERSION } from '../../protocol/versions.js';
 import type { ControlContext } from '../context.js';
-import type { EngineEvent, Operation } from '../engine/engine.js';
+import type { Engine, EngineEvent, JobMember, Operation } from '../engine/engine.js';
 import { EngineError } from '../engine/errors.js';
 import { vmToSpec, type Vm } from '../engine/fleet.js';
 import { buildOpenApiDocument, ROUTES } from './openapi.js';
@@ -22,8 +22,10 @@ import {
   type FleetResponse,
   type OperationCreated,
   type OperationResponse,
+  type RollingStepResponse,
   type VmResponse,
 } from './schemas.js';
+import { registerScenarioRoutes } from './scenarios.js';
 import { StreamHub } from './stream.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -53,12 +55,20 @@ function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   return result.data;
 }
 
-function vmJson(ctx: ControlContext, vm: Vm): VmResponse {
-  return vmToSpec(vm, ctx.engine.fleet.tenantOf(vm));
+const iso = (ms: number | null) => (ms === null ? null : formatIso(ms));
+
+/** `detail` adds the VM's last Scheduled Events request, for the single-VM route. */
+function vmJson(ctx: ControlContext, vm: Vm, detail = false): VmResponse {
+  const activation = ctx.engine.activationOf(vm.name);
+  return {
+    ...vmToSpec(vm, ctx.engine.fleet.tenantOf(vm)),
+    scheduledEvents: activation.status,
+    ...(detail ? { lastRequestAt: iso(activation.lastRequestAt) } : {}),
+  };
 }
 
-function eventJson(e: EngineEvent): EventResponse {
-  const iso = (ms: number | null) => (ms === null ? null : formatIso(ms));
+/** `members` is the job as it was, for an event that has just ended (cancel, complete). */
+function eventJson(engine: Engine, e: EngineEvent, members: JobMember[] = engine.jobMembers(e.id)): EventResponse {
   return {
     id: e.id,
     operation: e.operationId,
@@ -75,15 +85,44 @@ function eventJson(e: EngineEvent): EventResponse {
     endsAt: iso(e.endsAt),
     startedBy: e.startedBy,
     approvals: e.approvals.map((a) => ({ vm: a.vm, at: formatIso(a.at) })),
+    job: { id: e.jobId, tenants: members.map((m) => ({ ...m })) },
   };
 }
 
+function stepsJson(o: Operation): RollingStepResponse[] | null {
+  return o.steps?.map((step) => ({ ...step, vms: [...step.vms], events: [...step.events], at: iso(step.at) })) ?? null;
+}
+
 function operationJson(o: Operation): OperationResponse {
-  return { ...o, createdAt: formatIso(o.createdAt) };
+  const steps = stepsJson(o);
+  return {
+    id: o.id,
+    type: o.type,
+    createdAt: formatIso(o.createdAt),
+    vms: o.vms,
+    host: o.host,
+    tenant: o.tenant,
+    status: o.status,
+    events: o.events,
+    removedVms: o.removedVms,
+    reimagedVms: o.reimagedVms,
+    steps,
+    progress: steps && {
+      done: steps.filter((s) => s.status === 'done' || s.status === 'skipped').length,
+      total: steps.length,
+    },
+    durationInSeconds: o.durationInSeconds,
+    description: o.description,
+  };
 }
 
 function clockJson(ctx: ControlContext): ClockResponse {
-  return { now: formatIso(ctx.clock.now()), mode: ctx.clock.mode, factor: ctx.engine.timing.factor };
+  return {
+    now: formatIso(ctx.clock.now()),
+    mode: ctx.clock.mode,
+    factor: ctx.engine.timing.factor,
+    activation: ctx.engine.activationMode,
+  };
 }
 
 function fleetJson(ctx: ControlContext): FleetResponse {
@@ -221,7 +260,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   });
 
   app.get<{ Params: { name: string } }>('/v1/vms/:name', async (request) =>
-    vmJson(ctx, engine.fleet.get(request.params.name)),
+    vmJson(ctx, engine.fleet.get(request.params.name), true),
   );
 
   app.delete<{ Params: { name: string } }>('/v1/vms/:name', async (request) => {
@@ -262,25 +301,36 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
       events: op.events,
       removedVms: op.removedVms,
       reimagedVms: op.reimagedVms,
+      status: op.status,
+      steps: stepsJson(op),
     };
     return reply.code(201).send(created);
   });
 
   app.get('/v1/operations', async () => ({ operations: engine.operations().map(operationJson) }));
 
-  app.get('/v1/events', async () => ({ events: engine.events().map(eventJson) }));
+  app.get<{ Params: { id: string } }>('/v1/operations/:id', async (request) => ({
+    operation: operationJson(engine.operation(request.params.id)),
+  }));
+
+  app.get('/v1/events', async () => ({ events: engine.events().map((e) => eventJson(engine, e)) }));
 
   app.get<{ Params: { id: string } }>('/v1/events/:id', async (request) => ({
-    event: eventJson(engine.event(request.params.id)),
+    event: eventJson(engine, engine.event(request.params.id)),
   }));
 
-  app.post<{ Params: { id: string } }>('/v1/events/:id/cancel', async (request) => ({
-    event: eventJson(engine.cancel(request.params.id)),
-  }));
+  // Both end events: take the job's membership before it goes.
+  app.post<{ Params: { id: string } }>('/v1/events/:id/cancel', async (request) => {
+    engine.tick();
+    const members = engine.jobMembers(request.params.id);
+    return { event: eventJson(engine, engine.cancel(request.params.id), members) };
+  });
 
-  app.post<{ Params: { id: string } }>('/v1/events/:id/complete', async (request) => ({
-    event: eventJson(engine.complete(request.params.id)),
-  }));
+  app.post<{ Params: { id: string } }>('/v1/events/:id/complete', async (request) => {
+    engine.tick();
+    const members = engine.jobMembers(request.params.id);
+    return { event: eventJson(engine, engine.complete(request.params.id), members) };
+  });
 
   // ---- clock, faults, reset ----------------------------------------------------------
 
@@ -317,6 +367,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     rateLimiter.reset();
     return { ok: true };
   });
+
+  registerScenarioRoutes(app, ctx);
 
   // ---- stream and description ----------------------------------------------------------
 

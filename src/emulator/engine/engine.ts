@@ -469,16 +469,18 @@ export class Engine {
   }
 
   /**
-   * Back to the start state: the initial fleet (or a new one, which becomes the start
-   * fleet) and no events. [choice] Incarnations carry on upwards, so a consumer polling
-   * across a reset still sees a change.
+   * Back to the start state: the initial fleet, or `fleet` instead, and no events. A new
+   * fleet becomes the start fleet unless `keepStartFleet` (a scenario borrows the emulator).
+   * [choice] Incarnations carry on upwards, so a consumer polling across a reset still sees a change.
    */
-  reset(fleet?: readonly VmSpec[]): void {
-    // A new start fleet is checked whole before anything is cleared.
+  reset(fleet?: readonly VmSpec[], options: { keepStartFleet?: boolean } = {}): void {
+    // A new fleet is checked whole before anything is cleared.
+    let install = this.#initialFleet;
     if (fleet) {
       const check = new Fleet(this.#newId);
       for (const spec of fleet) check.add(spec);
-      this.#initialFleet = [...check.vms.values()].map((vm) => vmToSpec(vm, check.tenantOf(vm)));
+      install = [...check.vms.values()].map((vm) => vmToSpec(vm, check.tenantOf(vm)));
+      if (!options.keepStartFleet) this.#initialFleet = install;
     }
     const before = new Map([...this.fleet.vms.keys()].map((name) => [name, this.#signature(name)]));
     this.#live.clear();
@@ -490,7 +492,7 @@ export class Engine {
     this.#activation.clear();
     this.#schedule.clear();
     this.fleet.clear();
-    for (const spec of this.#initialFleet) {
+    for (const spec of install) {
       this.fleet.add(spec);
       if (!this.#incarnations.has(spec.name)) this.#incarnations.set(spec.name, FIRST_INCARNATION);
     }

@@ -124,7 +124,32 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     if (featuresOf(check.version).metadataHeaderRequired && !isMetadataTrue(headers.metadata)) {
       return sendJson(reply, 400, ERROR_BODIES.metadataHeader);
     }
-    admit(request, reply, done, EVENTS, check.version);
+    // With activation off nothing is recorded: no extra work on the hot path.
+    admit(request, reply, engine.activationMode === 'off' ? done : () => activate(request, done), EVENTS, check.version);
+  }
+
+  /**
+   * [seed] Every Scheduled Events request counts towards enabling the VM. Under the realistic
+   * profile a disabled VM's first request is held until it is enabled; a manual clock cannot
+   * be waited for in real time, so there the request is answered at once.
+   */
+  function activate(request: FastifyRequest, done: HookHandlerDoneFunction): void {
+    let delayMs: number;
+    try {
+      delayMs = engine.recordRequest(request.imdsVm).delayMs;
+    } catch (err) {
+      // After injected latency the VM may have gone meanwhile; answer 404 rather than crash the timer.
+      return done(err as FastifyError);
+    }
+    if (delayMs <= 0 || engine.clock.mode !== 'system') return done();
+    hold(engine.now() + delayMs, done);
+  }
+
+  // Timers may fire a little early against the clock; wait until the engine's own time has come.
+  function hold(until: number, done: HookHandlerDoneFunction): void {
+    const wait = until - engine.now();
+    if (wait <= 0) return done();
+    setTimeout(hold, wait, until, done).unref();
   }
 
   function postGuard(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {

@@ -154,7 +154,7 @@ describe('POST /v1/vms and DELETE /v1/vms/:name', () => {
     assert.equal(res.status, 201, res.text);
     const { vmId, ...rest } = res.json;
     assert.equal(typeof vmId, 'string');
-    assert.deepEqual(rest, { ...body, updateDomainCount: 5 });
+    assert.deepEqual(rest, { ...body, updateDomainCount: 5, scheduledEvents: 'enabled' });
   });
 
   test('a duplicate name is a 409', async () => {
@@ -221,7 +221,9 @@ describe('POST /v1/operations', () => {
   test('restart → Reboot from User, 15 min of notice', async () => {
     const res = await op({ type: 'restart', vms: ['vm0'] });
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual(Object.keys(res.json).sort(), ['events', 'operation', 'reimagedVms', 'removedVms']);
+    assert.deepEqual(Object.keys(res.json).sort(), ['events', 'operation', 'reimagedVms', 'removedVms', 'status', 'steps']);
+    assert.equal(res.json.status, 'running');
+    assert.equal(res.json.steps, null);
     assert.equal(res.json.events.length, 1);
     const [e] = (await docOf('vm0')).Events;
     assert.equal(e.EventId, res.json.events[0]);
@@ -421,6 +423,7 @@ describe('events', () => {
       'durationInSeconds',
       'endsAt',
       'id',
+      'job',
       'notBefore',
       'operation',
       'resources',
@@ -442,6 +445,7 @@ describe('events', () => {
     assert.equal(e.endsAt, null);
     assert.equal(e.startedBy, null);
     assert.deepEqual(e.approvals, []);
+    assert.deepEqual(e.job, { id: e.id, tenants: [{ tenant: 'web', event: e.id, approved: false }] });
 
     h.engine.approve('web1', [e.id]);
     const [started] = (await h.call('GET', '/v1/events')).json.events;
@@ -532,7 +536,7 @@ describe('clock', () => {
   test('GET /v1/clock answers now, mode and factor', async () => {
     const res = await h.call('GET', '/v1/clock');
     assert.equal(res.status, 200);
-    assert.deepEqual(res.json, { now: iso(now()), mode: 'manual', factor: 1 });
+    assert.deepEqual(res.json, { now: iso(now()), mode: 'manual', factor: 1, activation: 'off' });
   });
 
   test('advance starts an event at NotBefore, then removes it at its end', async () => {
@@ -540,7 +544,7 @@ describe('clock', () => {
     const before = now();
     const res = await h.call('POST', '/v1/clock/advance', { seconds: 15 * 60 });
     assert.equal(res.status, 200, res.text);
-    assert.deepEqual(res.json, { now: iso(before + 15 * MIN), mode: 'manual', factor: 1 });
+    assert.deepEqual(res.json, { now: iso(before + 15 * MIN), mode: 'manual', factor: 1, activation: 'off' });
     const [e] = (await h.call('GET', '/v1/events')).json.events;
     assert.equal(e.id, id);
     assert.equal(e.status, 'Started');

@@ -480,3 +480,17 @@ describe('fleet placement', () => {
     engine.addVm({ name: 'x', tenant: 't0', faultDomain: 1, host: 'big' });
   });
 });
+
+describe('borrowing the engine', () => {
+  test('reset with keepStartFleet installs a fleet but a later reset goes back to the start fleet', () => {
+    const { engine } = makeEngine();
+    const changed: string[] = [];
+    engine.onChange((vms) => changed.push(...vms));
+    engine.reset([{ name: 'scenario0' }], { keepStartFleet: true });
+    assert.deepEqual([...engine.fleet.vms.keys()], ['scenario0']);
+    assert.ok(changed.includes('scenario0'), 'listeners hear about the swap');
+    engine.reset();
+    assert.ok(engine.fleet.vms.has('web0'));
+    assert.equal(engine.fleet.vms.has('scenario0'), false);
+  });
+});

@@ -1,0 +1,119 @@
+// POST /v1/scenarios and GET /v1/scenarios/:id: play a scenario on the emulator's own engine, clock and faults.
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { ControlContext } from '../context.js';
+import { formatIso } from '../../protocol/time.js';
+import { parseTimingFactor } from '../engine/timing.js';
+import type { Scenario, ScenarioReport } from '../scenarios/format.js';
+import { builtinScenarioNames, loadBuiltinScenario } from '../scenarios/library.js';
+import { ScenarioError, scenarioFromObject } from '../scenarios/load.js';
+import { runScenario } from '../scenarios/runner.js';
+import { ScenarioBody, describeIssues, type ScenarioRun } from './schemas.js';
+
+/** Finished runs kept for GET; the oldest go first. */
+const MAX_FINISHED_RUNS = 20;
+
+// The scenario itself is checked by the scenario loader, which names the path and problem.
+const Body = ScenarioBody.extend({ scenario: z.unknown().optional() });
+
+interface RunEntry extends ScenarioRun {
+  controller: AbortController | null;
+}
+
+const fail = (statusCode: number, message: string) => Object.assign(new Error(message), { statusCode });
+
+export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext): void {
+  const { engine, faults, rateLimiter } = ctx;
+  const runs = new Map<string, RunEntry>();
+  const json = (entry: RunEntry): ScenarioRun => ({ run: entry.run, status: entry.status, report: entry.report });
+
+  app.addHook('onClose', async () => {
+    for (const entry of runs.values()) entry.controller?.abort();
+  });
+
+  app.post('/v1/scenarios', async (request, reply) => {
+    const parsed = Body.safeParse(request.body);
+    if (!parsed.success) throw fail(400, describeIssues(parsed.error.issues, request.body));
+    const body = parsed.data;
+    if ((body.name === undefined) === (body.scenario === undefined)) {
+      throw fail(400, 'give exactly one of "name" (a built-in scenario) or "scenario" (a scenario object)');
+    }
+    if (body.timing !== undefined) {
+      const factor = typeof body.timing === 'number' ? body.timing : parseTimingFactor(body.timing);
+      if (factor !== engine.timing.factor) {
+        throw fail(409, `this emulator runs at timing x${engine.timing.factor}, not x${factor}; restart it with --timing ${body.timing}, or leave timing out`);
+      }
+    }
+    let scenario: Scenario;
+    if (body.name !== undefined) {
+      const builtin = loadBuiltinScenario(body.name);
+      if (!builtin) throw fail(404, `no built-in scenario named '${body.name}'; built-ins: ${builtinScenarioNames().join(', ')}`);
+      scenario = builtin;
+    } else {
+      try {
+        scenario = scenarioFromObject(body.scenario);
+      } catch (err) {
+        if (!(err instanceof ScenarioError)) throw err;
+        throw fail(400, `scenario${err.path === '' ? '' : err.path.startsWith('[') ? err.path : `.${err.path}`}: ${err.problem}`);
+      }
+    }
+
+    // [choice] A new scenario replaces the fleet, so a run still going would only fail: stop it.
+    for (const entry of runs.values()) entry.controller?.abort();
+    rateLimiter.reset();
+    const id = randomUUID();
+    const entry: RunEntry = { run: id, status: 'running', report: placeholder(scenario, ctx), controller: null };
+    const finish = (report: ScenarioReport) => {
+      entry.report = report;
+      entry.status = report.aborted ? 'aborted' : report.passed ? 'passed' : 'failed';
+      entry.controller = null;
+    };
+    keep(runs, entry);
+
+    if (ctx.clock.mode === 'manual') {
+      finish(await runScenario(scenario, { emulator: { engine, faults } }));
+      return reply.code(200).send(json(entry));
+    }
+    const controller = new AbortController();
+    entry.controller = controller;
+    runScenario(scenario, {
+      emulator: { engine, faults },
+      signal: controller.signal,
+      onStart: (report) => void (entry.report = report),
+    }).then(finish, (err: Error) => {
+      request.log.error({ err }, `scenario run ${id} failed`);
+      entry.status = 'aborted';
+      entry.report.aborted = true;
+      entry.controller = null;
+    });
+    return reply.code(202).header('location', `/v1/scenarios/${id}`).send(json(entry));
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/scenarios/:id', async (request) => {
+    const entry = runs.get(request.params.id.toLowerCase());
+    if (!entry) throw fail(404, `no scenario run with id ${request.params.id}`);
+    return json(entry);
+  });
+}
+
+/** The report until the run hands over its own (at once, as it starts). */
+function placeholder(scenario: Scenario, ctx: ControlContext): ScenarioReport {
+  return {
+    name: scenario.name,
+    description: scenario.description,
+    passed: false,
+    timing: ctx.engine.timing.factor,
+    clock: ctx.clock.mode,
+    startedAt: formatIso(ctx.clock.now()),
+    finishedAt: null,
+    aborted: false,
+    steps: [],
+  };
+}
+
+function keep(runs: Map<string, RunEntry>, entry: RunEntry): void {
+  runs.set(entry.run, entry);
+  const finished = [...runs.values()].filter((r) => r.status !== 'running');
+  for (const old of finished.slice(0, Math.max(0, finished.length - MAX_FINISHED_RUNS))) runs.delete(old.run);
+}
