@@ -9,6 +9,7 @@ import { ScenarioError, loadScenarioFile } from '../emulator/scenarios/load.js';
 import { runScenario } from '../emulator/scenarios/runner.js';
 import { parseHostPort, type HostPort } from './address.js';
 import { DEFAULT_IMDS } from './emulator.js';
+import { callControl } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 /** [choice] A manual-clock run posted to an emulator should answer at once; this covers a slow machine. */
@@ -171,10 +172,9 @@ interface RunAnswer {
 
 async function runRemote(request: ScenarioRunRequest, print: (text: string) => void): Promise<ScenarioReport> {
   const base = request.controlUrl!;
-  const auth: Record<string, string> = request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {};
   const timing = request.timing === undefined ? undefined : Number.isFinite(Number(request.timing)) ? Number(request.timing) : request.timing;
   const body = { scenario: request.scenario.source, ...(timing !== undefined ? { timing } : {}) };
-  let answer = await call(`${base}/v1/scenarios`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  let answer = await call(base, '/v1/scenarios', request.token, body);
   print(`timing ${timingName(answer.report.timing)}, the ${answer.report.clock} clock of ${base}\n`);
   let shown = 0;
   const show = () => {
@@ -183,35 +183,24 @@ async function runRemote(request: ScenarioRunRequest, print: (text: string) => v
   show();
   while (answer.status === 'running') {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    answer = await call(`${base}/v1/scenarios/${answer.run}`, { method: 'GET', headers: auth });
+    answer = await call(base, `/v1/scenarios/${answer.run}`, request.token);
     show();
   }
   return answer.report;
 }
 
-async function call(url: string, init: RequestInit): Promise<RunAnswer> {
-  let response: Response;
-  try {
-    response = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-  } catch (err) {
-    const e = err as Error & { cause?: { code?: string; message?: string } };
-    const why = e.cause?.code === 'ECONNREFUSED' ? 'connection refused (is `forewarn emulator` running?)' : (e.cause?.message ?? e.message);
-    throw new CliError(`cannot reach the control API at ${url}: ${why}`);
-  }
-  const text = await response.text();
-  let data: unknown;
-  try {
-    data = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    data = undefined;
-  }
-  if (!response.ok) {
-    const message = (data as { error?: unknown } | undefined)?.error;
-    const why = `${response.status} ${typeof message === 'string' ? message : response.statusText || text}`;
+async function call(controlUrl: string, path: string, token: string | undefined, body?: unknown): Promise<RunAnswer> {
+  const url = `${controlUrl}${path}`;
+  const { data, text } = await callControl({
+    method: body === undefined ? 'GET' : 'POST',
+    url,
+    controlUrl,
+    body,
+    token,
+    timeoutMs: REQUEST_TIMEOUT_MS,
     // The emulator judged the scenario or the flags: a usage problem, like a bad file here.
-    if (response.status === 400 || response.status === 404 || response.status === 409) throw new UsageError(`the control API refused: ${why}`);
-    throw new CliError(`the control API refused: ${why}`);
-  }
+    usageStatuses: [400, 404, 409],
+  });
   const answer = data as RunAnswer | undefined;
   if (!answer || typeof answer.run !== 'string' || typeof answer.report !== 'object') throw new CliError(`unexpected answer from ${url}: ${text.slice(0, 200)}`);
   return answer;

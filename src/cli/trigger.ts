@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { formatIso, parseEventTime } from '../protocol/time.js';
 import { OPERATION_TYPES, isOperationType } from '../emulator/engine/operations.js';
+import { callControl } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 export const DEFAULT_CONTROL_URL = 'http://127.0.0.1:8170';
@@ -102,31 +103,10 @@ interface OperationCreated {
 /** POSTs the operation and prints what it created; failures are CliErrors (exit 1). */
 export async function runTrigger(request: TriggerRequest, io: Io, fetchImpl: typeof fetch = fetch): Promise<OperationCreated> {
   const url = `${request.controlUrl}/v1/operations`;
-  let response: Response;
-  try {
-    response = await fetchImpl(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {}),
-      },
-      body: JSON.stringify(request.body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-  } catch (err) {
-    throw new CliError(connectionProblem(err, request.controlUrl));
-  }
-  const text = await response.text();
-  let data: unknown;
-  try {
-    data = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    data = undefined;
-  }
-  if (!response.ok) {
-    const message = (data as { error?: unknown } | undefined)?.error;
-    throw new CliError(`the control API refused: ${response.status} ${typeof message === 'string' ? message : response.statusText || text}`);
-  }
+  const { data, text } = await callControl(
+    { method: 'POST', url, controlUrl: request.controlUrl, body: request.body, token: request.token, timeoutMs: REQUEST_TIMEOUT_MS },
+    fetchImpl,
+  );
   const created = data as OperationCreated | undefined;
   if (!created || typeof created.operation !== 'string' || !Array.isArray(created.events)) {
     throw new CliError(`unexpected answer from ${url}: ${text.slice(0, 200)}`);
@@ -153,17 +133,6 @@ function stepLines(steps: RollingStep[]): string[] {
     lines.push(`  fault domain ${step.faultDomain}: ${step.vms.join(', ')} (${step.status}${events})`);
   }
   return lines;
-}
-
-function connectionProblem(err: unknown, controlUrl: string): string {
-  const e = err as Error & { cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') {
-    return `no answer from the control API at ${controlUrl} within ${REQUEST_TIMEOUT_MS / 1000} s`;
-  }
-  const code = e.cause?.code;
-  if (code === 'ECONNREFUSED') return `cannot reach the control API at ${controlUrl}: connection refused (is \`forewarn emulator\` running?)`;
-  if (code === 'ENOTFOUND') return `cannot reach the control API at ${controlUrl}: unknown host`;
-  return `cannot reach the control API at ${controlUrl}: ${e.cause?.message ?? e.message}`;
 }
 
 export function registerTriggerCommand(program: Command, io: Io): void {

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { LineCounter, isMap, isNode, isPair, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { EngineError } from './engine/errors.js';
 import { Fleet, TENANT_KINDS, type VmSpec } from './engine/fleet.js';
@@ -16,6 +16,7 @@ import {
   scaleSetTenants,
 } from './fleet-generator.js';
 import { VmSpecSchema } from './vm-spec.js';
+import { formatPath, offsetOf, type Path } from './source-positions.js';
 
 export class FleetFileError extends Error {
   override name = 'FleetFileError';
@@ -85,7 +86,6 @@ const FleetDocument = z.strictObject({
 });
 type FleetDocument = z.infer<typeof FleetDocument>;
 
-type Path = readonly (string | number)[];
 
 /** One problem at a place in the file. */
 interface Problem {
@@ -170,44 +170,8 @@ function problemError(doc: Document, file: string, lineCounter: LineCounter, pro
   return new FleetFileError(`${file}:${line}:${col}: ${where ? `${where}: ` : ''}${first.message}${more}`, file, line, col);
 }
 
-/** The offset of the deepest node on `path` that exists; for a key, its name. */
-function offsetOf(doc: Document, path: Path, key?: string): number {
-  let node: unknown = doc.contents;
-  let offset = rangeStart(node) ?? 0;
-  for (let i = 0; i < path.length; i++) {
-    const segment = path[i]!;
-    if (isMap(node)) {
-      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === segment);
-      if (!pair) break;
-      const last = i === path.length - 1;
-      if (last && key !== undefined && segment === key) {
-        offset = rangeStart(pair.key) ?? offset;
-        break;
-      }
-      node = pair.value;
-      offset = rangeStart(node) ?? rangeStart(pair.key) ?? offset;
-    } else if (isSeq(node) && typeof segment === 'number') {
-      const item = node.items[segment];
-      if (item === undefined) break;
-      node = item;
-      offset = rangeStart(node) ?? offset;
-    } else {
-      break;
-    }
-  }
-  return offset;
-}
 
-function rangeStart(node: unknown): number | undefined {
-  return isNode(node) ? (node as Node).range?.[0] : undefined;
-}
 
-/** `vms[1].faultDomain`. */
-export function formatPath(path: Path): string {
-  let out = '';
-  for (const segment of path) out += typeof segment === 'number' ? `[${segment}]` : out ? `.${segment}` : segment;
-  return out;
-}
 
 /** Which fields an engine rule complains about, by the start of its message; the first one written is blamed. */
 const RULE_FIELDS: readonly [RegExp, readonly (keyof VmSpec)[]][] = [

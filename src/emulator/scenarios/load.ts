@@ -1,9 +1,10 @@
 // Reads a scenario (YAML or JSON) and checks it whole; every error names file:line:col, the field and the problem.
 import { readFileSync } from 'node:fs';
-import { LineCounter, isMap, isNode, isPair, isScalar, isSeq, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, isMap, isNode, isPair, isScalar, parseDocument, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import type { VmSpec } from '../engine/fleet.js';
-import { FleetFileError, formatPath, parseFleet } from '../fleet-file.js';
+import { FleetFileError, parseFleet } from '../fleet-file.js';
+import { formatPath, offsetOf, type Path } from '../source-positions.js';
 import {
   ACTIONS,
   OFFSET_HELP,
@@ -34,7 +35,6 @@ export class ScenarioError extends Error {
   }
 }
 
-type Path = readonly (string | number)[];
 
 interface Problem {
   path: Path;
@@ -297,33 +297,4 @@ function checkAction(step: WrittenStep, at: Path, i: number, c: Checkers): Actio
   return { kind: 'expect', vm: e.vm, events, gone, incarnation: e.incarnation };
 }
 
-/** The offset of the deepest node on `path` that exists; for a key, its name. */
-function offsetOf(doc: Document, path: Path, key?: string): number {
-  let node: unknown = doc.contents;
-  let offset = rangeStart(node) ?? 0;
-  for (let i = 0; i < path.length; i++) {
-    const segment = path[i]!;
-    if (isMap(node)) {
-      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === segment);
-      if (!pair) break;
-      if (i === path.length - 1 && key !== undefined && segment === key) {
-        offset = rangeStart(pair.key) ?? offset;
-        break;
-      }
-      node = pair.value;
-      offset = rangeStart(node) ?? rangeStart(pair.key) ?? offset;
-    } else if (isSeq(node) && typeof segment === 'number') {
-      const item = node.items[segment];
-      if (item === undefined) break;
-      node = item;
-      offset = rangeStart(node) ?? offset;
-    } else {
-      break;
-    }
-  }
-  return offset;
-}
 
-function rangeStart(node: unknown): number | undefined {
-  return isNode(node) ? (node as Node).range?.[0] : undefined;
-}
