@@ -483,15 +483,7 @@ export class Engine {
       if (!options.keepStartFleet) this.#initialFleet = install;
     }
     const before = new Map([...this.fleet.vms.keys()].map((name) => [name, this.#signature(name)]));
-    this.#live.clear();
-    this.#byTenant.clear();
-    this.#ended.clear();
-    this.#operations.clear();
-    this.#jobs.clear();
-    this.#maintenance.clear();
-    this.#activation.clear();
-    this.#schedule.clear();
-    this.fleet.clear();
+    this.#clearState();
     for (const spec of install) {
       this.fleet.add(spec);
       if (!this.#incarnations.has(spec.name)) this.#incarnations.set(spec.name, FIRST_INCARNATION);
@@ -503,6 +495,19 @@ export class Engine {
     for (const name of this.fleet.vms.keys()) if (!before.has(name)) this.#touched.add(name);
     this.#mutated = true;
     this.#commit();
+  }
+
+  /** Forgets the fleet, events, operations and activation; incarnations and listeners stay. */
+  #clearState(): void {
+    this.fleet.clear();
+    this.#live.clear();
+    this.#byTenant.clear();
+    this.#ended.clear();
+    this.#operations.clear();
+    this.#jobs.clear();
+    this.#maintenance.clear();
+    this.#activation.clear();
+    this.#schedule.clear();
   }
 
   /** Identifies a VM's visible events and their states, to tell whether its document changed. */
@@ -532,15 +537,7 @@ export class Engine {
 
   /** Replaces all state with a snapshot, then applies whatever fell due while it was saved. */
   restore(snapshot: EngineSnapshot): void {
-    this.fleet.clear();
-    this.#live.clear();
-    this.#byTenant.clear();
-    this.#ended.clear();
-    this.#operations.clear();
-    this.#jobs.clear();
-    this.#maintenance.clear();
-    this.#activation.clear();
-    this.#schedule.clear();
+    this.#clearState();
     this.#incarnations.clear();
     this.#initialFleet = structuredClone(snapshot.initialFleet);
     for (const spec of snapshot.vms) this.fleet.add(spec);
