@@ -1,10 +1,13 @@
 // The `forewarn` command line: one module per command, and one place that turns failures into exit codes.
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { registerApproveCommand } from './approve.js';
 import { registerEmulatorCommand } from './emulator.js';
+import { registerEventsCommand } from './events.js';
 import { CliError, UsageError, processIo, type Io } from './errors.js';
 import { registerScenarioCommand } from './scenario.js';
 import { registerTriggerCommand } from './trigger.js';
+import { registerWatchCommand } from './watch.js';
 
 // The same path from src/cli and dist/cli.
 const { version } = createRequire(import.meta.url)('../../package.json') as { version: string };
@@ -19,6 +22,9 @@ export function buildProgram(io: Io = processIo): Command {
   registerEmulatorCommand(program, io);
   registerTriggerCommand(program, io);
   registerScenarioCommand(program, io);
+  registerEventsCommand(program, io);
+  registerApproveCommand(program, io);
+  registerWatchCommand(program, io);
   return program;
 }
 

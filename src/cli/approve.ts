@@ -1,0 +1,35 @@
+// `forewarn approve EVENT_ID…`: let events start now, all in one POST as IMDS allows.
+import type { Command } from 'commander';
+import type { ScheduledEventsClient } from '../client/index.js';
+import { API_VERSION_HELP, ENDPOINT_HELP, makeClient, oneShot, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
+import { UsageError, type Io } from './errors.js';
+
+export interface ApproveRequest extends EndpointRequest {
+  ids: string[];
+}
+
+/** Checks the arguments without any I/O; problems are UsageErrors (exit 2). */
+export function parseApproveArgs(ids: readonly string[], flags: EndpointFlags, env: Io['env'] = {}): ApproveRequest {
+  // `approve A B` and `approve A,B` both name two events, as `trigger --vm` does.
+  const list = ids.flatMap((id) => id.split(',')).map((id) => id.trim()).filter((id) => id !== '');
+  if (list.length === 0) throw new UsageError('name at least one EVENT_ID');
+  return { ...parseEndpointFlags(flags, env), ids: list };
+}
+
+export async function runApprove(request: ApproveRequest, io: Io, client?: ScheduledEventsClient): Promise<void> {
+  const imds = client ?? makeClient(request);
+  await oneShot(request.endpoint, `approving ${request.ids.join(' ')}`, (signal) => imds.approve(request.ids, { signal }));
+  io.stdout(`approved ${request.ids.join(' ')}\n`);
+}
+
+export function registerApproveCommand(program: Command, io: Io): void {
+  program
+    .command('approve')
+    .description('approve Scheduled events so they start now (one POST for all)')
+    .argument('<EVENT_ID...>', 'EventIds from `forewarn events`')
+    .option('--endpoint <URL>', ENDPOINT_HELP)
+    .option('--api-version <V>', API_VERSION_HELP)
+    .action(async (ids: string[], flags: EndpointFlags) => {
+      await runApprove(parseApproveArgs(ids, flags, io.env), io);
+    });
+}
