@@ -1,6 +1,6 @@
 // `--state FILE`: the engine's state survives restarts. Saved after every mutation, atomically.
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { writeFileAtomicSync } from '../shared/atomic-file.js';
 import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
 import type { Engine, EngineSnapshot } from './engine/engine.js';
@@ -130,38 +130,7 @@ export function loadStateFile(path: string): EngineSnapshot | undefined {
 
 /** Atomic replace: a crash leaves either the old file or the new one, never half of one. */
 export function writeStateFileSync(path: string, snapshot: EngineSnapshot): void {
-  const tmp = `${path}.tmp-${process.pid}`;
-  let fd: number | undefined;
-  try {
-    fd = openSync(tmp, 'w');
-    writeSync(fd, `${JSON.stringify(snapshot, null, 2)}\n`);
-    fsyncSync(fd);
-    closeSync(fd);
-    fd = undefined;
-    renameSync(tmp, path);
-  } catch (err) {
-    if (fd !== undefined) closeSync(fd);
-    try {
-      unlinkSync(tmp);
-    } catch {
-      // Nothing to clean up.
-    }
-    throw err;
-  }
-  fsyncDirectory(dirname(path));
-}
-
-/** Makes the rename itself durable. Some platforms cannot open a directory; the rename still happened. */
-function fsyncDirectory(dir: string): void {
-  let fd: number | undefined;
-  try {
-    fd = openSync(dir, 'r');
-    fsyncSync(fd);
-  } catch {
-    // Best effort (e.g. Windows, some network file systems).
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  writeFileAtomicSync(path, `${JSON.stringify(snapshot, null, 2)}\n`);
 }
 
 /**

@@ -1,0 +1,411 @@
+// The agent's config file: YAML or JSON, checked up front; a bad file lists every problem with file:line:col.
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { LineCounter, parseDocument, type Document } from 'yaml';
+import { z } from 'zod';
+import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
+import { formatPath, offsetOf, type Path } from '../emulator/source-positions.js';
+import type { Action, AgentConfig, Rule, RuleMatch } from './types.js';
+
+export class AgentConfigError extends Error {
+  override name = 'AgentConfigError';
+  constructor(
+    /** Each `file:line:col: path: problem`, in file order. */
+    readonly problems: string[],
+  ) {
+    super(problems.join('\n'));
+  }
+}
+
+export const CONFIG_DEFAULTS = {
+  apiVersion: '2020-07-01',
+  pollIntervalSeconds: 1,
+  journal: '/var/lib/forewarn/journal.json',
+  listen: '127.0.0.1:9464',
+  readyWithinSeconds: 10,
+  shutdownGraceSeconds: 30,
+} as const;
+
+/** `${env:NAME}`: resolved from the environment when an http action runs, never at load. Global: use with replace(). */
+export const ENV_REF = /\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g;
+
+/** What is wrong with the `${...}` references in a string, or null. */
+export function envRefProblem(value: string): string | null {
+  const rest = value.replace(ENV_REF, '');
+  return rest.includes('${') ? 'malformed variable reference; write ${env:NAME}' : null;
+}
+
+/** Compiles a rule's description pattern; matching ignores case, like every other match field. */
+export function compileDescription(pattern: string): RegExp {
+  return new RegExp(pattern, 'i');
+}
+
+// Messages say what is wanted, not zod's internals; a missing required key says so.
+const want = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'missing (required)' : `expected ${what}`);
+const num = (what: string) => z.number({ error: want(what) });
+const secondsBetween = (min: number, max: number) =>
+  num('a number of seconds')
+    .min(min, { error: `must be between ${min} and ${max} seconds` })
+    .max(max, { error: `must be between ${min} and ${max} seconds` });
+const secondsAtLeast = (min: number, exclusive = false) =>
+  exclusive
+    ? num('a number of seconds').gt(min, { error: `must be more than ${min} seconds` })
+    : num('a number of seconds').min(min, { error: `must be at least ${min} second${min === 1 ? '' : 's'}` });
+const count = z.int({ error: want('a whole number') }).min(0, { error: 'must be 0 or more' }).max(100, { error: 'must be at most 100' });
+const name = z.string({ error: want('a string') }).min(1, { error: 'must not be empty' });
+const stringMap = z.record(z.string(), z.string({ error: want('a string (quote numbers and booleans)') }), {
+  error: 'expected a mapping of names to strings',
+});
+
+const withEnvRefs = (schema: z.ZodString) =>
+  schema.superRefine((value, ctx) => {
+    const problem = envRefProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+/** A string or a list of strings, each one of `allowed` in any case; out: the list as written. */
+function oneOrMany(allowed: readonly string[], what: string) {
+  const known = new Set(allowed.map((s) => s.toLowerCase()));
+  const check = (v: unknown, ctx: z.RefinementCtx, path: (string | number)[]) => {
+    if (typeof v !== 'string') {
+      ctx.addIssue({ code: 'custom', message: `expected ${what} (a string)`, path });
+    } else if (!known.has(v.toLowerCase())) {
+      ctx.addIssue({ code: 'custom', message: `unknown ${what} "${v}"; expected one of ${allowed.join(', ')}`, path });
+    }
+  };
+  return z.unknown().superRefine((value, ctx) => {
+    if (Array.isArray(value)) {
+      if (value.length === 0) ctx.addIssue({ code: 'custom', message: `an empty list matches nothing; omit the key to match any ${what}` });
+      value.forEach((v, i) => check(v, ctx, [i]));
+    } else {
+      check(value, ctx, []);
+    }
+  });
+}
+
+const Match = z.strictObject(
+  {
+    eventType: oneOrMany(EVENT_TYPES, 'event type').optional(),
+    eventSource: oneOrMany(EVENT_SOURCES, 'event source').optional(),
+    status: oneOrMany(EVENT_STATUSES, 'status').optional(),
+    durationInSeconds: z
+      .strictObject(
+        { min: num('a number of seconds').nullable().optional(), max: num('a number of seconds').nullable().optional() },
+        { error: want('a mapping with min and/or max') },
+      )
+      .optional(),
+    affectsThisVm: z.boolean({ error: want('true or false') }).nullable().optional(),
+    description: z
+      .string({ error: want('a regular expression (a string)') })
+      .superRefine((pattern, ctx) => {
+        try {
+          compileDescription(pattern);
+        } catch (err) {
+          const why = (err as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
+          ctx.addIssue({ code: 'custom', message: `not a valid regular expression: ${why}` });
+        }
+      })
+      .nullable()
+      .optional(),
+  },
+  { error: want('a mapping') },
+);
+
+const ExecSchema = z.strictObject({
+  type: z.literal('exec'),
+  name: name.optional(),
+  argv: z
+    .array(name, {
+      error: (issue) => (typeof issue.input === 'string' ? 'argv must be an array, never a shell string' : 'expected a list of strings'),
+    })
+    .min(1, { error: 'argv must name a program' }),
+  timeoutSeconds: secondsAtLeast(0, true).default(60),
+  retries: count.default(0),
+  cwd: name.nullable().optional(),
+  env: stringMap.optional(),
+});
+
+const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+const HttpSchema = z.strictObject({
+  type: z.literal('http'),
+  name: name.optional(),
+  method: z.enum(HTTP_METHODS, { error: want(`one of ${HTTP_METHODS.join(', ')}`) }).default('POST'),
+  url: withEnvRefs(z.string({ error: want('a URL') })).superRefine((url, ctx) => {
+    const problem = urlProblem(url);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+  headers: z.record(z.string(), withEnvRefs(z.string({ error: want('a string (quote numbers and booleans)') })), {
+    error: want('a mapping of header names to strings'),
+  }).optional(),
+  body: z.unknown().optional(),
+  timeoutSeconds: secondsAtLeast(0, true).default(10),
+  retries: count.default(2),
+  backoffSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(1),
+});
+
+const LogSchema = z.strictObject({
+  type: z.literal('log'),
+  name: name.optional(),
+  message: z.string({ error: want('a string') }).default(''),
+  level: z.enum(['info', 'warn', 'error'], { error: want('info, warn or error') }).default('info'),
+});
+
+const ActionSchema = z.discriminatedUnion('type', [ExecSchema, HttpSchema, LogSchema]);
+type RawAction = z.infer<typeof ActionSchema>;
+const Actions = z.array(ActionSchema, { error: want('a list of actions') }).default([]);
+
+const RuleSchema = z.strictObject(
+  {
+    name,
+    match: Match.optional(),
+    actions: Actions,
+    approval: z.enum(['never', 'immediately', 'after-actions'], { error: want('never, immediately or after-actions') }).default('after-actions'),
+    approvalMarginSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(0),
+    onComplete: Actions,
+    onCancel: Actions,
+  },
+  { error: want('a mapping') },
+);
+
+const ConfigSchema = z.strictObject(
+  {
+    endpoint: z
+      .string({ error: want('a URL') })
+      .superRefine((url, ctx) => {
+        const problem = urlProblem(url);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .nullable()
+      .optional(),
+    apiVersion: z.string({ error: want('a string') }).regex(/^\d{4}-\d{2}-\d{2}$/, { error: want('YYYY-MM-DD') }).default(CONFIG_DEFAULTS.apiVersion),
+    pollIntervalSeconds: secondsBetween(0.2, 60).default(CONFIG_DEFAULTS.pollIntervalSeconds),
+    vmName: name.nullable().optional(),
+    journal: name.default(CONFIG_DEFAULTS.journal),
+    listen: z
+      .union([z.string(), z.null(), z.literal(false)], { error: want('HOST:PORT, or null or false to turn the server off') })
+      .superRefine((value, ctx) => {
+        if (typeof value === 'string' && !isHostPort(value)) {
+          ctx.addIssue({ code: 'custom', message: 'expected HOST:PORT (e.g. 127.0.0.1:9464), or null or false to turn the server off' });
+        }
+      })
+      .optional(),
+    leader: z
+      .strictObject(
+        {
+          mode: z.enum(['first', 'self', 'any'], { error: want('first, self or any') }).default('first'),
+          standby: z
+            .strictObject(
+              {
+                afterSeconds: secondsAtLeast(1),
+                events: z.enum(['user', 'all'], { error: want('user or all') }).default('user'),
+              },
+              { error: want('a mapping with afterSeconds (and events), or null') },
+            )
+            .nullable()
+            .default(null),
+        },
+        { error: want('a mapping') },
+      )
+      .optional(),
+    readyWithinSeconds: secondsAtLeast(0, true).default(CONFIG_DEFAULTS.readyWithinSeconds),
+    shutdownGraceSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(CONFIG_DEFAULTS.shutdownGraceSeconds),
+    rules: z.array(RuleSchema, { error: want('a list of rules') }).min(1, { error: 'at least one rule is needed' }),
+  },
+  { error: want('a mapping of settings') },
+);
+type RawConfig = z.infer<typeof ConfigSchema>;
+
+/** http(s) only; a URL taken whole from `${env:...}` is checked when the action runs. */
+function urlProblem(url: string): string | null {
+  if (url.startsWith('${env:')) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(url.replace(ENV_REF, 'x'));
+  } catch {
+    return 'not a valid URL';
+  }
+  return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? null : 'expected an http:// or https:// URL';
+}
+
+function isHostPort(value: string): boolean {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(value);
+  return m !== null && Number(m[2]) <= 65535;
+}
+
+/** One problem at a place in the file. */
+interface Problem {
+  path: Path;
+  message: string;
+  /** Point at this key's name rather than its value (unknown keys). */
+  key?: string;
+}
+
+/** Reads and checks an agent config file. */
+export function loadAgentConfig(path: string): AgentConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
+    throw new AgentConfigError([`${path}: cannot read the agent config: ${why}`]);
+  }
+  return parseAgentConfig(text, path);
+}
+
+/** Parses config text; `file` names it in errors, and a .json extension gets JSON's own syntax check. */
+export function parseAgentConfig(text: string, file: string): AgentConfig {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const at = (offset: number) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `${file}:${line}:${col}`;
+  };
+  if (extname(file).toLowerCase() === '.json') {
+    try {
+      JSON.parse(text);
+    } catch (err) {
+      // V8 names the offset only sometimes; the YAML parser's error position is the fallback.
+      const message = (err as Error).message;
+      const position = /at position (\d+)/.exec(message);
+      const offset = position ? Number(position[1]) : (doc.errors[0]?.pos[0] ?? 0);
+      const why = message.replace(/ (in JSON )?at position \d+.*$/s, '').replace(/, (\.\.\.)?".*" is not valid JSON$/s, '');
+      throw new AgentConfigError([`${at(offset)}: JSON syntax error: ${why}`]);
+    }
+  }
+  if (doc.errors.length > 0) {
+    throw new AgentConfigError(doc.errors.map((e) => `${at(e.pos[0])}: syntax error: ${e.message.split('\n')[0]}`));
+  }
+  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (data === null || data === undefined) throw new AgentConfigError([`${at(0)}: the file is empty; expected a mapping with "rules"`]);
+
+  const parsed = ConfigSchema.safeParse(data);
+  const problems: Problem[] = [];
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys) problems.push({ path: [...issue.path, key] as Path, key, message: `unknown key "${key}"` });
+      } else {
+        problems.push({ path: issue.path as Path, message: cleanMessage(issue) });
+      }
+    }
+  }
+  // Checks across fields, on the raw data so they are reported alongside schema problems.
+  problems.push(...crossChecks(data));
+  if (problems.length > 0) throw problemsError(doc, lineCounter, file, problems);
+  return normalize(parsed.data!);
+}
+
+function cleanMessage(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_union' && 'discriminator' in issue && issue.discriminator === 'type') {
+    return 'expected type exec, http or log';
+  }
+  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return 'missing (required)';
+  return issue.message.replace(/^Invalid (input|option): /, '');
+}
+
+function crossChecks(data: unknown): Problem[] {
+  const problems: Problem[] = [];
+  const rules = isRecord(data) && Array.isArray(data.rules) ? data.rules : [];
+  const seen = new Map<string, number>();
+  rules.forEach((rule: unknown, i) => {
+    if (!isRecord(rule)) return;
+    if (typeof rule.name === 'string') {
+      const first = seen.get(rule.name);
+      if (first !== undefined) problems.push({ path: ['rules', i, 'name'], message: `duplicate rule name "${rule.name}" (first at rules[${first}])` });
+      else seen.set(rule.name, i);
+    }
+    const duration = isRecord(rule.match) ? rule.match.durationInSeconds : undefined;
+    if (isRecord(duration) && typeof duration.min === 'number' && typeof duration.max === 'number' && duration.min > duration.max) {
+      problems.push({ path: ['rules', i, 'match', 'durationInSeconds', 'max'], message: `max (${duration.max}) is below min (${duration.min})` });
+    }
+    for (const list of ['actions', 'onComplete', 'onCancel'] as const) {
+      const actions = rule[list];
+      if (!Array.isArray(actions)) continue;
+      actions.forEach((action: unknown, j) => {
+        if (isRecord(action) && action.type === 'http' && action.method === 'GET' && action.body !== undefined) {
+          problems.push({ path: ['rules', i, list, j, 'body'], message: 'a GET request carries no body', key: 'body' });
+        }
+      });
+    }
+  });
+  return problems;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function problemsError(doc: Document, lineCounter: LineCounter, file: string, problems: Problem[]): AgentConfigError {
+  const located = problems.map((p) => ({ ...p, offset: offsetOf(doc, p.path, p.key) }));
+  // Stable: problems at one place keep the order they were found in.
+  located.sort((a, b) => a.offset - b.offset);
+  return new AgentConfigError(
+    located.map((p) => {
+      const { line, col } = lineCounter.linePos(p.offset);
+      const where = formatPath(p.path);
+      return `${file}:${line}:${col}: ${where ? `${where}: ` : ''}${p.message}`;
+    }),
+  );
+}
+
+function normalize(raw: RawConfig): AgentConfig {
+  return {
+    endpoint: raw.endpoint ?? null,
+    apiVersion: raw.apiVersion,
+    pollIntervalSeconds: raw.pollIntervalSeconds,
+    vmName: raw.vmName ?? null,
+    journal: raw.journal,
+    listen: raw.listen === undefined ? CONFIG_DEFAULTS.listen : raw.listen === false ? null : raw.listen,
+    leader: { mode: raw.leader?.mode ?? 'first', standby: raw.leader?.standby ?? null },
+    readyWithinSeconds: raw.readyWithinSeconds,
+    shutdownGraceSeconds: raw.shutdownGraceSeconds,
+    rules: raw.rules.map(
+      (r): Rule => ({
+        name: r.name,
+        match: normalizeMatch(r.match),
+        actions: r.actions.map(normalizeAction),
+        approval: r.approval,
+        approvalMarginSeconds: r.approvalMarginSeconds,
+        onComplete: r.onComplete.map(normalizeAction),
+        onCancel: r.onCancel.map(normalizeAction),
+      }),
+    ),
+  };
+}
+
+function normalizeMatch(m: z.infer<typeof Match> | undefined): RuleMatch {
+  const list = (v: unknown): string[] | null => (v === undefined ? null : Array.isArray(v) ? (v as string[]) : [v as string]);
+  const d = m?.durationInSeconds;
+  return {
+    eventType: list(m?.eventType),
+    eventSource: list(m?.eventSource),
+    status: list(m?.status),
+    durationInSeconds: d ? { min: d.min ?? null, max: d.max ?? null } : null,
+    affectsThisVm: m?.affectsThisVm ?? null,
+    description: m?.description ?? null,
+  };
+}
+
+function normalizeAction(a: RawAction, index: number): Action {
+  const actionName = a.name ?? `${a.type}-${index}`;
+  switch (a.type) {
+    case 'exec':
+      return { type: 'exec', name: actionName, argv: a.argv, timeoutSeconds: a.timeoutSeconds, retries: a.retries, cwd: a.cwd ?? null, env: a.env ?? {} };
+    case 'http':
+      return {
+        type: 'http',
+        name: actionName,
+        method: a.method,
+        url: a.url,
+        headers: a.headers ?? {},
+        body: a.body,
+        timeoutSeconds: a.timeoutSeconds,
+        retries: a.retries,
+        backoffSeconds: a.backoffSeconds,
+      };
+    case 'log':
+      return { type: 'log', name: actionName, message: a.message, level: a.level };
+  }
+}

@@ -1,0 +1,238 @@
+// What the agent has done per event, on disk after every change, so a restart neither loses nor repeats work.
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { fsyncDirectory, writeFileAtomicSync } from '../shared/atomic-file.js';
+import { dirname } from 'node:path';
+import { z } from 'zod';
+import type { ScheduledEvent } from '../client/index.js';
+import { wallClock } from '../emulator/engine/clock.js';
+import type { ActionRecord, ActionResult, JournalEntry } from './types.js';
+
+export const JOURNAL_FORMAT = 'forewarn-agent-journal';
+export const JOURNAL_VERSION = 1;
+
+export interface JournalOptions {
+  logger?: { warn(obj: object, msg?: string): void };
+  /** Epoch ms; default the wall clock. */
+  now?: () => number;
+}
+
+const ActionRecordSchema = z.object({
+  status: z.enum(['running', 'succeeded', 'failed']),
+  startedAt: z.string(),
+  endedAt: z.string().nullable(),
+  attempts: z.int().min(0),
+  error: z.string().nullable(),
+});
+
+const EntrySchema = z.object({
+  eventId: z.string().min(1),
+  firstSeenAt: z.string(),
+  rule: z.string().nullable(),
+  event: z.object({
+    type: z.string(),
+    status: z.string(),
+    source: z.string().nullable(),
+    resources: z.array(z.string()),
+    notBefore: z.string().nullable(),
+    description: z.string(),
+    durationInSeconds: z.number(),
+  }),
+  actions: z.record(z.string(), ActionRecordSchema),
+  approval: z.object({ sentAt: z.string(), as: z.enum(['leader', 'standby', 'any']) }).nullable(),
+  outcome: z.enum(['completed', 'cancelled']).nullable(),
+  recoveredAt: z.string().nullable(),
+});
+
+const FileSchema = z.object({
+  format: z.literal(JOURNAL_FORMAT),
+  version: z.literal(JOURNAL_VERSION),
+  entries: z.array(EntrySchema),
+});
+
+/** The event as the journal keeps it. */
+export function eventSnapshot(event: ScheduledEvent): JournalEntry['event'] {
+  return {
+    type: event.type,
+    status: event.status,
+    source: event.source,
+    resources: [...event.resources],
+    notBefore: event.notBefore === null || Number.isNaN(event.notBefore.getTime()) ? null : event.notBefore.toISOString(),
+    description: event.description,
+    durationInSeconds: event.durationInSeconds,
+  };
+}
+
+/**
+ * One JSON file, rewritten atomically (temp file, fsync, rename, fsync of the directory) by every
+ * method that changes it, before the method returns. A write that fails throws; the change stays
+ * in memory and goes out with the next successful write.
+ */
+export class Journal {
+  readonly #entries = new Map<string, JournalEntry>();
+  readonly #now: () => number;
+  /** Where a corrupt file was moved on open, or null. */
+  readonly corruptedTo: string | null;
+
+  private constructor(
+    readonly path: string,
+    options: JournalOptions,
+    entries: JournalEntry[],
+    corruptedTo: string | null,
+  ) {
+    this.#now = options.now ?? wallClock;
+    for (const entry of entries) this.#entries.set(entry.eventId.toLowerCase(), entry);
+    this.corruptedTo = corruptedTo;
+  }
+
+  /**
+   * Reads the journal; a missing file is an empty journal. A corrupt one is moved aside to
+   * `${path}.corrupt-<timestamp>` with a warning, and the journal starts empty: losing history is
+   * better than not handling events. Only I/O failures (unreadable file, no directory) throw.
+   */
+  static open(path: string, options: JournalOptions = {}): Journal {
+    const now = options.now ?? wallClock;
+    mkdirSync(dirname(path), { recursive: true });
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'ENOENT') return new Journal(path, options, [], null);
+      throw new Error(`${path}: cannot read the agent journal: ${e.code === 'EISDIR' ? 'is a directory' : e.message}`, { cause: err });
+    }
+    const problem = validate(text);
+    if (problem.entries) return new Journal(path, options, problem.entries, null);
+
+    const stamp = new Date(now()).toISOString().replace(/[:.]/g, '-');
+    let aside = `${path}.corrupt-${stamp}`;
+    for (let n = 1; existsSync(aside); n++) aside = `${path}.corrupt-${stamp}-${n}`;
+    renameSync(path, aside);
+    fsyncDirectory(dirname(path));
+    options.logger?.warn(
+      { journal: path, movedTo: aside, problem: problem.error },
+      'the agent journal was unreadable; moved it aside and started with an empty journal',
+    );
+    return new Journal(path, options, [], aside);
+  }
+
+  /** A copy of the entry for this EventId (any case). */
+  get(eventId: string): JournalEntry | undefined {
+    const entry = this.#entries.get(eventId.toLowerCase());
+    return entry && structuredClone(entry);
+  }
+
+  /** Creates the entry on first sight, else refreshes the event as now seen; writes only when something changed. */
+  ensure(event: ScheduledEvent, rule: string | null): JournalEntry {
+    const key = event.id.toLowerCase();
+    const snapshot = eventSnapshot(event);
+    const existing = this.#entries.get(key);
+    if (existing === undefined) {
+      this.#entries.set(key, {
+        eventId: event.id,
+        firstSeenAt: this.#iso(),
+        rule,
+        event: snapshot,
+        actions: {},
+        approval: null,
+        outcome: null,
+        recoveredAt: null,
+      });
+      this.flush();
+    } else if (JSON.stringify(existing.event) !== JSON.stringify(snapshot)) {
+      // The rule chosen first stays: work already done belongs to it.
+      existing.event = snapshot;
+      this.flush();
+    }
+    return structuredClone(this.#entries.get(key)!);
+  }
+
+  /** Marks an action (keyed `${phase}:${index}`) as running; a restart that finds it so knows it may have half-run. */
+  actionStarted(eventId: string, key: string): void {
+    const entry = this.#entry(eventId);
+    entry.actions[key] = { status: 'running', startedAt: this.#iso(), endedAt: null, attempts: 0, error: null };
+    this.flush();
+  }
+
+  actionFinished(eventId: string, key: string, result: ActionResult): void {
+    const entry = this.#entry(eventId);
+    const started = entry.actions[key];
+    const record: ActionRecord = {
+      status: result.ok ? 'succeeded' : 'failed',
+      startedAt: started?.startedAt ?? this.#iso(),
+      endedAt: this.#iso(),
+      attempts: result.attempts,
+      error: result.error,
+    };
+    entry.actions[key] = record;
+    this.flush();
+  }
+
+  approved(eventId: string, as: 'leader' | 'standby' | 'any'): void {
+    this.#entry(eventId).approval = { sentAt: this.#iso(), as };
+    this.flush();
+  }
+
+  ended(eventId: string, outcome: 'completed' | 'cancelled'): void {
+    this.#entry(eventId).outcome = outcome;
+    this.flush();
+  }
+
+  recovered(eventId: string): void {
+    this.#entry(eventId).recoveredAt = this.#iso();
+    this.flush();
+  }
+
+  /** Copies of every entry, oldest first. */
+  entries(): JournalEntry[] {
+    return [...this.#entries.values()].map((e) => structuredClone(e));
+  }
+
+  /** Keeps the `keepEnded` most recently recovered entries and drops older recovered ones; returns how many went. */
+  prune(keepEnded: number = 500): number {
+    const done = [...this.#entries.entries()]
+      .filter(([, e]) => e.recoveredAt !== null)
+      .sort(([, a], [, b]) => Date.parse(b.recoveredAt!) - Date.parse(a.recoveredAt!));
+    const drop = done.slice(Math.max(0, keepEnded));
+    if (drop.length === 0) return 0;
+    for (const [key] of drop) this.#entries.delete(key);
+    this.flush();
+    return drop.length;
+  }
+
+  /** Writes the whole journal now; call at start-up to find an unwritable path early. */
+  flush(): void {
+    const body = { format: JOURNAL_FORMAT, version: JOURNAL_VERSION, entries: [...this.#entries.values()] };
+    writeFileAtomicSync(this.path, `${JSON.stringify(body, null, 2)}\n`);
+  }
+
+  #entry(eventId: string): JournalEntry {
+    const entry = this.#entries.get(eventId.toLowerCase());
+    if (entry === undefined) throw new Error(`the journal has no entry for event ${eventId}; call ensure() first`);
+    return entry;
+  }
+
+  #iso(): string {
+    return new Date(this.#now()).toISOString();
+  }
+}
+
+function validate(text: string): { entries: JournalEntry[]; error?: undefined } | { entries?: undefined; error: string } {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    return { error: `not valid JSON: ${(err as Error).message}` };
+  }
+  const parsed = FileSchema.safeParse(data);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    return { error: `${issue.path.join('.') || '(top level)'}: ${issue.message}` };
+  }
+  const seen = new Set<string>();
+  for (const entry of parsed.data.entries) {
+    const key = entry.eventId.toLowerCase();
+    if (seen.has(key)) return { error: `event ${entry.eventId} is listed twice` };
+    seen.add(key);
+  }
+  return { entries: parsed.data.entries };
+}

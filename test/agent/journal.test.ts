@@ -1,0 +1,209 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { Journal } from '../../src/agent/journal.js';
+import type { ScheduledEvent } from '../../src/client/index.js';
+
+const root = mkdtempSync(join(tmpdir(), 'forewarn-journal-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const freshDir = () => {
+  const dir = join(root, `d${n++}`);
+  return { dir, path: join(dir, 'journal.json') };
+};
+
+function ev(id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent {
+  return {
+    id,
+    status: 'Scheduled',
+    type: 'Reboot',
+    resourceType: 'VirtualMachine',
+    resources: ['web-0', 'web-1'],
+    notBefore: new Date('2030-01-01T00:15:00Z'),
+    description: 'Host server is undergoing maintenance.',
+    source: 'Platform',
+    durationInSeconds: -1,
+    raw: {},
+    ...over,
+  };
+}
+
+/** A clock that moves one second per reading. */
+function ticking(start = Date.parse('2030-01-01T00:00:00Z')) {
+  let t = start;
+  return () => (t += 1000);
+}
+
+function capture() {
+  const warnings: { obj: object; msg: string | undefined }[] = [];
+  return { warnings, logger: { warn: (obj: object, msg?: string) => warnings.push({ obj, msg }) } };
+}
+
+describe('Journal', () => {
+  it('starts empty when the file is missing, creating its directory', () => {
+    const { dir, path } = freshDir();
+    const journal = Journal.open(path);
+    assert.ok(existsSync(dir));
+    assert.deepEqual(journal.entries(), []);
+    assert.equal(journal.corruptedTo, null);
+    assert.equal(existsSync(path), false);
+    journal.flush();
+    assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), { format: 'forewarn-agent-journal', version: 1, entries: [] });
+  });
+
+  it('writes every change, and a new Journal reads it back', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path, { now: ticking() });
+    const created = journal.ensure(ev('AAA-1'), 'drain');
+    assert.equal(created.firstSeenAt, '2030-01-01T00:00:01.000Z');
+    journal.actionStarted('AAA-1', 'prepare:0');
+    assert.equal(Journal.open(path).get('AAA-1')!.actions['prepare:0']!.status, 'running');
+    journal.actionFinished('AAA-1', 'prepare:0', { ok: true, attempts: 2, error: null, durationMs: 12 });
+    journal.actionStarted('AAA-1', 'prepare:1');
+    journal.actionFinished('AAA-1', 'prepare:1', { ok: false, attempts: 3, error: 'HTTP 500', durationMs: 40 });
+    journal.approved('AAA-1', 'leader');
+    journal.ended('AAA-1', 'completed');
+    journal.recovered('AAA-1');
+
+    const expected = {
+      eventId: 'AAA-1',
+      firstSeenAt: '2030-01-01T00:00:01.000Z',
+      rule: 'drain',
+      event: {
+        type: 'Reboot',
+        status: 'Scheduled',
+        source: 'Platform',
+        resources: ['web-0', 'web-1'],
+        notBefore: '2030-01-01T00:15:00.000Z',
+        description: 'Host server is undergoing maintenance.',
+        durationInSeconds: -1,
+      },
+      actions: {
+        'prepare:0': { status: 'succeeded', startedAt: '2030-01-01T00:00:02.000Z', endedAt: '2030-01-01T00:00:03.000Z', attempts: 2, error: null },
+        'prepare:1': { status: 'failed', startedAt: '2030-01-01T00:00:04.000Z', endedAt: '2030-01-01T00:00:05.000Z', attempts: 3, error: 'HTTP 500' },
+      },
+      approval: { sentAt: '2030-01-01T00:00:06.000Z', as: 'leader' },
+      outcome: 'completed',
+      recoveredAt: '2030-01-01T00:00:07.000Z',
+    };
+    assert.deepEqual(journal.get('AAA-1'), expected);
+    const reopened = Journal.open(path);
+    assert.deepEqual(reopened.entries(), [expected]);
+    const file = JSON.parse(readFileSync(path, 'utf8'));
+    assert.equal(file.format, 'forewarn-agent-journal');
+    assert.equal(file.version, 1);
+  });
+
+  it('refreshes the event on ensure, keeping the first rule and firstSeenAt, and writes only on change', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path, { now: ticking() });
+    journal.ensure(ev('E'), 'drain');
+    const ino = statSync(path).ino;
+    journal.ensure(ev('E'), 'other');
+    assert.equal(statSync(path).ino, ino, 'an unchanged event is not rewritten');
+    const started = journal.ensure(ev('E', { status: 'Started', notBefore: null }), 'other');
+    assert.notEqual(statSync(path).ino, ino);
+    assert.equal(started.rule, 'drain');
+    assert.equal(started.firstSeenAt, '2030-01-01T00:00:01.000Z');
+    assert.equal(started.event.status, 'Started');
+    assert.equal(started.event.notBefore, null);
+    assert.equal(Journal.open(path).get('E')!.event.status, 'Started');
+  });
+
+  it('compares event ids ignoring case', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path);
+    journal.ensure(ev('ABC-def'), null);
+    assert.equal(journal.get('abc-DEF')!.eventId, 'ABC-def');
+    journal.actionStarted('abc-def', 'complete:0');
+    journal.ensure(ev('ABC-DEF', { status: 'Started' }), null);
+    assert.equal(journal.entries().length, 1);
+    assert.ok(Journal.open(path).get('Abc-Def')!.actions['complete:0']);
+  });
+
+  it('hands out copies, so only its methods change it', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path);
+    journal.ensure(ev('E'), null).outcome = 'cancelled';
+    journal.get('E')!.rule = 'tampered';
+    assert.equal(journal.get('E')!.outcome, null);
+    assert.equal(journal.get('E')!.rule, null);
+  });
+
+  it('refuses changes to an event it has not seen', () => {
+    const journal = Journal.open(freshDir().path);
+    assert.throws(() => journal.approved('nope', 'leader'), /no entry for event nope/);
+  });
+
+  it('writes atomically, leaving no temporary file', () => {
+    const { dir, path } = freshDir();
+    const journal = Journal.open(path);
+    for (let i = 0; i < 5; i++) {
+      journal.ensure(ev(`E${i}`), null);
+      journal.ended(`E${i}`, 'completed');
+    }
+    assert.deepEqual(readdirSync(dir), ['journal.json']);
+    assert.equal(Journal.open(path).entries().length, 5);
+  });
+
+  for (const [label, text] of [
+    ['bad JSON', '{"format": "forewarn-agent-journal", "version": 1, "entries": ['],
+    ['an empty file', ''],
+    ['another format', '{"format": "something-else", "version": 1, "entries": []}'],
+    ['another version', '{"format": "forewarn-agent-journal", "version": 2, "entries": []}'],
+    ['a bad entry', '{"format": "forewarn-agent-journal", "version": 1, "entries": [{"eventId": "E"}]}'],
+  ] as const) {
+    it(`moves ${label} aside with a warning and starts empty`, () => {
+      const { dir, path } = freshDir();
+      Journal.open(path).flush();
+      writeFileSync(path, text);
+      const { warnings, logger } = capture();
+      const journal = Journal.open(path, { logger, now: () => Date.parse('2030-01-02T03:04:05.678Z') });
+      assert.deepEqual(journal.entries(), []);
+      assert.equal(journal.corruptedTo, `${path}.corrupt-2030-01-02T03-04-05-678Z`);
+      assert.equal(readFileSync(journal.corruptedTo, 'utf8'), text);
+      assert.equal(existsSync(path), false);
+      assert.equal(warnings.length, 1);
+      assert.match(warnings[0]!.msg!, /moved it aside/);
+      assert.equal((warnings[0]!.obj as { movedTo: string }).movedTo, journal.corruptedTo);
+      // It goes on: the next change writes a good file.
+      journal.ensure(ev('E'), null);
+      assert.equal(Journal.open(path).entries().length, 1);
+      assert.deepEqual(readdirSync(dir).sort(), ['journal.json', 'journal.json.corrupt-2030-01-02T03-04-05-678Z']);
+    });
+  }
+
+  it('does not overwrite an earlier corrupt copy', () => {
+    const { path } = freshDir();
+    const now = () => 0;
+    Journal.open(path).flush();
+    writeFileSync(path, 'one');
+    const first = Journal.open(path, { now }).corruptedTo;
+    writeFileSync(path, 'two');
+    const second = Journal.open(path, { now }).corruptedTo;
+    assert.notEqual(first, second);
+    assert.equal(readFileSync(first!, 'utf8'), 'one');
+    assert.equal(readFileSync(second!, 'utf8'), 'two');
+  });
+
+  it('prunes the oldest recovered entries beyond the limit, keeping the rest', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path, { now: ticking() });
+    for (const id of ['R1', 'R2', 'R3', 'R4', 'open', 'ended']) journal.ensure(ev(id), null);
+    journal.ended('ended', 'cancelled'); // ended but not yet recovered: never pruned
+    for (const id of ['R3', 'R1', 'R4', 'R2']) {
+      journal.ended(id, 'completed');
+      journal.recovered(id);
+    }
+    assert.equal(journal.prune(2), 2);
+    const left = (j: Journal) => j.entries().map((e) => e.eventId).sort();
+    assert.deepEqual(left(journal), ['R2', 'R4', 'ended', 'open']);
+    assert.deepEqual(left(Journal.open(path)), ['R2', 'R4', 'ended', 'open']);
+    assert.equal(journal.prune(2), 0);
+    assert.equal(journal.prune(0), 2);
+    assert.deepEqual(left(journal), ['ended', 'open']);
+    assert.equal(journal.prune(), 0);
+  });
+});
