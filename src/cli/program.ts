@@ -1,6 +1,7 @@
 // The `forewarn` command line: one module per command, and one place that turns failures into exit codes.
 import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
+import { registerAgentCommand } from './agent.js';
 import { registerApproveCommand } from './approve.js';
 import { registerEmulatorCommand } from './emulator.js';
 import { registerEventsCommand } from './events.js';
@@ -25,6 +26,7 @@ export function buildProgram(io: Io = processIo): Command {
   registerEventsCommand(program, io);
   registerApproveCommand(program, io);
   registerWatchCommand(program, io);
+  registerAgentCommand(program, io);
   return program;
 }
 

@@ -1,0 +1,82 @@
+// The agent's Prometheus metrics, in a registry of its own so an embedding process keeps its own.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Health } from '../client/index.js';
+import type { Phase } from './types.js';
+
+export const METRIC_PREFIX = 'forewarn_agent_';
+
+export class AgentMetrics {
+  readonly registry = new Registry();
+  readonly eventsSeen: Counter<'type' | 'status'>;
+  readonly actionsRun: Counter<'phase' | 'action'>;
+  readonly actionsFailed: Counter<'phase' | 'action'>;
+  readonly actionDuration: Histogram<'phase' | 'action'>;
+  readonly approvalsSent: Counter<'role'>;
+  readonly imdsErrors: Counter<'status'>;
+  readonly incarnation: Gauge;
+  /** Set by the agent once it has a client, so the gauge is computed at scrape time. */
+  health: (() => Health) | null = null;
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    const p = METRIC_PREFIX;
+    this.eventsSeen = new Counter({
+      name: `${p}events_seen_total`,
+      help: 'Scheduled events seen, counted once per event and status (Scheduled, Started)',
+      labelNames: ['type', 'status'],
+      registers,
+    });
+    this.actionsRun = new Counter({ name: `${p}actions_run_total`, help: 'Actions run, by phase and action name', labelNames: ['phase', 'action'], registers });
+    this.actionsFailed = new Counter({
+      name: `${p}actions_failed_total`,
+      help: 'Actions that failed after their retries, by phase and action name',
+      labelNames: ['phase', 'action'],
+      registers,
+    });
+    this.actionDuration = new Histogram({
+      name: `${p}action_duration_seconds`,
+      help: 'How long actions took, retries included',
+      labelNames: ['phase', 'action'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900],
+      registers,
+    });
+    this.approvalsSent = new Counter({
+      name: `${p}approvals_sent_total`,
+      help: 'Approvals IMDS accepted, by the role this VM approved in (leader, standby, any)',
+      labelNames: ['role'],
+      registers,
+    });
+    this.imdsErrors = new Counter({
+      name: `${p}imds_errors_total`,
+      help: 'Failed IMDS requests, retries included, by HTTP status ("network" when there was no answer)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.incarnation = new Gauge({ name: `${p}document_incarnation`, help: 'DocumentIncarnation of the last document read', registers });
+    const health = (): Health | null => this.health?.() ?? null;
+    new Gauge({
+      name: `${p}seconds_since_last_good_poll`,
+      help: 'Seconds since IMDS last answered a read (NaN before the first)',
+      registers,
+      collect() {
+        const ms = health()?.msSinceSuccess ?? null;
+        this.set(ms === null ? Number.NaN : ms / 1000);
+      },
+    });
+    // Standard names (process_cpu_seconds_total, process_resident_memory_bytes, …), as dashboards expect.
+    // The event-loop lag sampler wakes the process every `precision` ms; the default 10 ms would
+    // cost an idle agent more than its polling does.
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 });
+  }
+
+  action(phase: Phase, action: string, ok: boolean, durationMs: number): void {
+    const labels = { phase, action };
+    this.actionsRun.inc(labels);
+    if (!ok) this.actionsFailed.inc(labels);
+    this.actionDuration.observe(labels, durationMs / 1000);
+  }
+
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,83 @@
+// /metrics, /healthz and /readyz over node:http: three read-only routes need no framework.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Health } from '../client/index.js';
+import type { AgentMetrics } from './metrics.js';
+
+export interface StatusServerOptions {
+  /** `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback); port 0 picks a free one. */
+  listen: string;
+  metrics: AgentMetrics;
+  health: () => Health;
+  readyWithinSeconds: number;
+}
+
+export interface StatusServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim());
+  const port = Number(m?.[3]);
+  if (m === null || port > 65535) throw new Error(`listen must be HOST:PORT, got "${text}"`);
+  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+}
+
+/** Ready while reads succeed: the last good one within `readyWithinSeconds`. The reason says why not. */
+export function readiness(health: Health, readyWithinSeconds: number): { ready: boolean; reason: string } {
+  if (health.msSinceSuccess === null) {
+    const error = health.lastError ? `: ${health.lastError.message}` : '';
+    return { ready: false, reason: `no good read of IMDS yet${error}` };
+  }
+  const seconds = health.msSinceSuccess / 1000;
+  if (seconds > readyWithinSeconds) {
+    const error = health.lastError ? `; last error: ${health.lastError.message}` : '';
+    return { ready: false, reason: `last good read of IMDS ${seconds.toFixed(1)} s ago, over ${readyWithinSeconds} s${error}` };
+  }
+  return { ready: true, reason: `last good read of IMDS ${seconds.toFixed(1)} s ago` };
+}
+
+export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
+  const { host, port } = parseListen(options.listen);
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const send = (status: number, type: string, body: string): void => {
+      res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'application/json', '{"error":"only GET"}');
+    if (path === '/healthz') return send(200, 'application/json', '{"status":"ok"}\n');
+    if (path === '/readyz') {
+      const r = readiness(options.health(), options.readyWithinSeconds);
+      return send(r.ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready: r.ready, reason: r.reason })}\n`);
+    }
+    if (path === '/metrics') {
+      options.metrics.text().then(
+        (text) => send(200, options.metrics.registry.contentType, text),
+        (err: Error) => send(500, 'text/plain', `${err.message}\n`),
+      );
+      return;
+    }
+    send(404, 'application/json', '{"error":"not found; try /metrics, /healthz or /readyz"}\n');
+  });
+  // Scrapers keep connections alive; closing must not wait for them.
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shown}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

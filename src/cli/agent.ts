@@ -1,0 +1,85 @@
+// `forewarn agent --config FILE`: the per-VM daemon, until SIGTERM or SIGINT.
+import type { Command } from 'commander';
+import { Agent } from '../agent/agent.js';
+import { AgentConfigError, loadAgentConfig } from '../agent/config.js';
+import { LOG_LEVELS, createLogger, isLogLevel, type LogLevel } from '../agent/logger.js';
+import type { AgentConfig } from '../agent/types.js';
+import { CliError, UsageError, type Io } from './errors.js';
+
+export interface RawAgentFlags {
+  config: string;
+  dryRun?: boolean;
+  logLevel?: string;
+}
+
+export interface AgentRequest {
+  config: AgentConfig;
+  dryRun: boolean;
+  logLevel: LogLevel;
+}
+
+/** Loads and checks everything before anything starts; every problem is a UsageError (exit 2). */
+export function parseAgentArgs(flags: RawAgentFlags, env: Io['env'] = {}): AgentRequest {
+  const level = flags.logLevel ?? 'info';
+  if (!isLogLevel(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  let config: AgentConfig;
+  try {
+    config = loadAgentConfig(flags.config);
+  } catch (err) {
+    if (!(err instanceof AgentConfigError)) throw err;
+    const n = err.problems.length;
+    throw new UsageError(`the agent config has ${n} problem${n === 1 ? '' : 's'}:\n${err.problems.map((p) => `  ${p}`).join('\n')}`);
+  }
+  // The file wins over FOREWARN_ENDPOINT, which wins over IMDS's own address (SPEC §4).
+  const endpoint = config.endpoint ?? (env.FOREWARN_ENDPOINT || null);
+  if (endpoint !== null) {
+    let url: URL | null = null;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      // reported below
+    }
+    const source = config.endpoint !== null ? `endpoint in ${flags.config}` : 'FOREWARN_ENDPOINT';
+    if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search !== '' || url.hash !== '') {
+      throw new UsageError(`${source} must be an http(s) base URL such as http://169.254.169.254, got "${endpoint}"`);
+    }
+  }
+  return { config: { ...config, endpoint }, dryRun: flags.dryRun ?? false, logLevel: level };
+}
+
+export function registerAgentCommand(program: Command, io: Io): void {
+  program
+    .command('agent')
+    .description('run the per-VM agent: prepare for scheduled events, approve them when safe, recover afterwards')
+    .requiredOption('--config <FILE>', 'agent config, YAML or JSON (see examples/agent.yaml)')
+    .option('--dry-run', 'log every decision and do nothing: no actions, no approvals, no journal writes')
+    .option('--log-level <LEVEL>', `one of ${LOG_LEVELS.join(', ')}`, 'info')
+    .action(async (flags: RawAgentFlags) => {
+      const request = parseAgentArgs(flags, io.env);
+      const logger = createLogger({ level: request.logLevel });
+      const agent = new Agent({ config: request.config, logger, dryRun: request.dryRun });
+      // First signal: stop polling and let running actions finish within the grace; a second: abort them now.
+      let signals = 0;
+      const onSignal = (name: NodeJS.Signals): void => {
+        signals += 1;
+        if (signals === 1) {
+          logger.info({ signal: name }, 'shutting down');
+          agent.stop();
+        } else {
+          logger.warn({ signal: name }, 'second signal: aborting running actions now');
+          agent.abortActions();
+        }
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      try {
+        await agent.run();
+      } catch (err) {
+        logger.fatal({ err }, 'the agent could not start');
+        throw new CliError((err as Error).message);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+}
