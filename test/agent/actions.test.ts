@@ -120,7 +120,10 @@ describe('runAction: exec', () => {
       phase: 'complete',
       idempotencyKey: 'EVT-1',
     });
+    // The child inherits this process's environment, so FOREWARN_* variables set around the test (CI sets some) show too.
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('FOREWARN_')));
     assert.deepEqual(got.env, {
+      ...inherited,
       EXTRA: 'yes',
       FOREWARN_EVENT_ID: 'EVT-1',
       FOREWARN_EVENT_TYPE: 'Reboot',
