@@ -4,7 +4,7 @@ import { extname } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
-import { formatPath, offsetOf, type Path } from '../emulator/source-positions.js';
+import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
 import type { Action, AgentConfig, Rule, RuleMatch } from './types.js';
 
 export class AgentConfigError extends Error {
@@ -247,9 +247,7 @@ export function loadAgentConfig(path: string): AgentConfig {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
-    throw new AgentConfigError([`${path}: cannot read the agent config: ${why}`]);
+    throw new AgentConfigError([`${path}: cannot read the agent config: ${readProblem(err)}`]);
   }
   return parseAgentConfig(text, path);
 }
@@ -262,18 +260,8 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
     const { line, col } = lineCounter.linePos(offset);
     return `${file}:${line}:${col}`;
   };
-  if (extname(file).toLowerCase() === '.json') {
-    try {
-      JSON.parse(text);
-    } catch (err) {
-      // V8 names the offset only sometimes; the YAML parser's error position is the fallback.
-      const message = (err as Error).message;
-      const position = /at position (\d+)/.exec(message);
-      const offset = position ? Number(position[1]) : (doc.errors[0]?.pos[0] ?? 0);
-      const why = message.replace(/ (in JSON )?at position \d+.*$/s, '').replace(/, (\.\.\.)?".*" is not valid JSON$/s, '');
-      throw new AgentConfigError([`${at(offset)}: JSON syntax error: ${why}`]);
-    }
-  }
+  const jsonProblem = extname(file).toLowerCase() === '.json' ? jsonSyntaxProblem(text, doc) : null;
+  if (jsonProblem) throw new AgentConfigError([`${at(jsonProblem.offset)}: JSON syntax error: ${jsonProblem.why}`]);
   if (doc.errors.length > 0) {
     throw new AgentConfigError(doc.errors.map((e) => `${at(e.pos[0])}: syntax error: ${e.message.split('\n')[0]}`));
   }

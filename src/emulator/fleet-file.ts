@@ -16,7 +16,7 @@ import {
   scaleSetTenants,
 } from './fleet-generator.js';
 import { VmSpecSchema } from './vm-spec.js';
-import { formatPath, offsetOf, type Path } from './source-positions.js';
+import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
 
 export class FleetFileError extends Error {
   override name = 'FleetFileError';
@@ -101,9 +101,7 @@ export function loadFleetFile(path: string): VmSpec[] {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
-    throw new FleetFileError(`${path}: cannot read the fleet file: ${why}`, path, 0, 0);
+    throw new FleetFileError(`${path}: cannot read the fleet file: ${readProblem(err)}`, path, 0, 0);
   }
   return parseFleet(text, path);
 }
@@ -119,18 +117,8 @@ export function parseFleet(text: string, file: string): VmSpec[] {
     const { line, col } = at(offset);
     throw new FleetFileError(`${file}:${line}:${col}: ${message}`, file, line, col);
   };
-  if (json) {
-    try {
-      JSON.parse(text);
-    } catch (err) {
-      // V8 names the offset only sometimes; the YAML parser's error position is the fallback.
-      const message = (err as Error).message;
-      const position = /at position (\d+)/.exec(message);
-      const offset = position ? Number(position[1]) : (doc.errors[0]?.pos[0] ?? 0);
-      const why = message.replace(/ (in JSON )?at position \d+.*$/s, '').replace(/, (\.\.\.)?".*" is not valid JSON$/s, '');
-      fail(offset, `JSON syntax error: ${why}`);
-    }
-  }
+  const jsonProblem = json ? jsonSyntaxProblem(text, doc) : null;
+  if (jsonProblem) fail(jsonProblem.offset, `JSON syntax error: ${jsonProblem.why}`);
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
     fail(e.pos[0], `${json ? 'JSON' : 'YAML'} syntax error: ${e.message}`);

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
 import type { Engine, EngineSnapshot } from './engine/engine.js';
 import { OPERATION_TYPES } from './engine/operations.js';
-import { formatPath } from './source-positions.js';
+import { formatPath } from '../shared/source-positions.js';
 import { VmSpecSchema } from './vm-spec.js';
 
 export class StateFileError extends Error {

@@ -4,7 +4,7 @@ import { LineCounter, isMap, isNode, isPair, isScalar, parseDocument, type Docum
 import type { z } from 'zod';
 import type { VmSpec } from '../engine/fleet.js';
 import { FleetFileError, parseFleet } from '../fleet-file.js';
-import { formatPath, offsetOf, type Path } from '../source-positions.js';
+import { formatPath, offsetOf, readProblem, type Path } from '../../shared/source-positions.js';
 import {
   ACTIONS,
   OFFSET_HELP,
@@ -48,8 +48,7 @@ export function loadScenarioFile(path: string): Scenario {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
+    const why = readProblem(err);
     throw new ScenarioError(`${path}: cannot read the scenario: ${why}`, path, 0, 0, '', `cannot read the scenario: ${why}`);
   }
   return parseScenario(text, path);

@@ -40,3 +40,27 @@ export function formatPath(path: Path): string {
   for (const segment of path) out += typeof segment === 'number' ? `[${segment}]` : out ? `.${segment}` : segment;
   return out;
 }
+
+/** Why a file could not be read, in a few words. */
+export function readProblem(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
+}
+
+/**
+ * For a .json file: where JSON.parse stops and why, or null if it parses. YAML reads JSON
+ * too, but more leniently, so a .json file also gets JSON's own check.
+ */
+export function jsonSyntaxProblem(text: string, doc: Document): { offset: number; why: string } | null {
+  try {
+    JSON.parse(text);
+    return null;
+  } catch (err) {
+    // V8 names the offset only sometimes; the YAML parser's error position is the fallback.
+    const message = (err as Error).message;
+    const position = /at position (\d+)/.exec(message);
+    const offset = position ? Number(position[1]) : (doc.errors[0]?.pos[0] ?? 0);
+    const why = message.replace(/ (in JSON )?at position \d+.*$/s, '').replace(/, (\.\.\.)?".*" is not valid JSON$/s, '');
+    return { offset, why };
+  }
+}
