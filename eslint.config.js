@@ -28,7 +28,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/emulator/engine/clock.ts', 'bench/**', 'test/**', 'scripts/**'],
+    files: ['src/emulator/engine/clock.ts', 'src/client/clock.ts', 'bench/**', 'test/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -1,4 +1,5 @@
 // The Scheduled Events client: typed reads, approval and a watch that survives IMDS's bad answers.
+import { systemNow } from './clock.js';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
 import { EventTracker } from './diff.js';
 import { ImdsError, ImdsProtocolError, ImdsUnavailableError } from './errors.js';
@@ -133,8 +134,7 @@ export class ScheduledEventsClient {
     this.#fetch = options.fetch;
     this.#sleep = options.sleep ?? defaultSleep;
     this.#random = options.random ?? Math.random;
-    // eslint-disable-next-line no-restricted-properties -- the client's only wall-clock read; tests inject `now`
-    this.#now = options.now ?? (() => Date.now());
+    this.#now = options.now ?? systemNow;
   }
 
   get health(): Health {
