@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { parseHostPort } from '../../src/cli/address.js';
 import { parseEmulatorOptions, startEmulator } from '../../src/cli/emulator.js';
-import type { Io } from '../../src/cli/errors.js';
 import { run } from '../../src/cli/program.js';
 import { parseTriggerArgs, runTrigger } from '../../src/cli/trigger.js';
+import { captureIo, assertNoStack, closedPort } from '../support/cli.js';
 
 const repo = new URL('../..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'forewarn-cli-'));
@@ -35,30 +34,6 @@ async function runCli(args: string[], env: Record<string, string> = {}): Promise
   child.stderr.on('data', (d: Buffer) => (stderr += d));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   return { code, stdout, stderr };
-}
-
-function captureIo(env: Record<string, string> = {}): Io & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    env,
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-  };
-  return io;
-}
-
-function assertNoStack(text: string): void {
-  assert.doesNotMatch(text, /^\s+at /m, `stack trace in: ${text}`);
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('forewarn emulator and trigger, as processes', () => {

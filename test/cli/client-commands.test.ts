@@ -1,46 +1,21 @@
 // `forewarn events`, `approve` and `watch` against a live in-process emulator.
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createServer } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ScheduledEventsClient } from '../../src/client/index.js';
 import { parseApproveArgs, runApprove } from '../../src/cli/approve.js';
 import { DEFAULT_ENDPOINT, parseEndpointFlags } from '../../src/cli/endpoint.js';
-import type { Io } from '../../src/cli/errors.js';
 import { formatSpan, formatTimeLeft, parseEventsArgs, runEvents } from '../../src/cli/events.js';
 import { run } from '../../src/cli/program.js';
 import { parseWatchArgs, runWatch } from '../../src/cli/watch.js';
 import { Emulator } from '../../src/emulator/emulator.js';
+import { captureIo, assertNoStack, closedPort } from '../support/cli.js';
 
 const repo = new URL('../..', import.meta.url).pathname;
 const LISTEN = { imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } };
 
-function captureIo(env: Record<string, string> = {}): Io & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    env,
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-  };
-  return io;
-}
-
-function assertNoStack(text: string): void {
-  assert.doesNotMatch(text, /^\s+at /m, `stack trace in: ${text}`);
-}
-
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** The CLI as a user runs it, minus the build step; FOREWARN_ENDPOINT only when given. */

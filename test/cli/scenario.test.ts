@@ -5,24 +5,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import type { Io } from '../../src/cli/errors.js';
 import { run } from '../../src/cli/program.js';
 import { Emulator } from '../../src/emulator/emulator.js';
+import { captureIo } from '../support/cli.js';
 
 const repo = new URL('../..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'forewarn-scenario-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-function captureIo(env: Record<string, string> = {}): Io & { out: string; err: string } {
-  const io = {
-    out: '',
-    err: '',
-    env,
-    stdout: (s: string) => void (io.out += s),
-    stderr: (s: string) => void (io.err += s),
-  };
-  return io;
-}
 
 async function cli(args: string[]) {
   const io = captureIo();
