@@ -7,11 +7,10 @@ import {
   affects,
   leaderOf,
   type ClientOptions,
-  type EventChange,
-  type WatchItem,
 } from '../../src/client/index.js';
 import type { ManualClock } from '../../src/emulator/engine/clock.js';
 import { Emulator } from '../../src/emulator/emulator.js';
+import { kinds, next, nextChanges } from './watch-items.js';
 
 const LOOPBACK = { host: '127.0.0.1', port: 0 };
 const FLEET = [
@@ -56,27 +55,6 @@ function clientFor(vm: string, options: ClientOptions = {}): { client: Scheduled
   return { client, statuses, requests };
 }
 
-/** The next item, or a failure instead of a hung test. */
-async function next(items: AsyncGenerator<WatchItem>): Promise<WatchItem> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('no watch item within 5 s')), 5000);
-  });
-  const result = await Promise.race([items.next(), timeout]).finally(() => clearTimeout(timer));
-  assert.equal(result.done, false);
-  return result.value as WatchItem;
-}
-
-async function nextChanges(items: AsyncGenerator<WatchItem>): Promise<EventChange[]> {
-  const item = await next(items);
-  assert.equal(item.type, 'changes', item.type === 'error' ? item.error.message : '');
-  if (item.type !== 'changes') throw new Error('unreachable');
-  assert.equal(item.incarnation, item.document.incarnation);
-  for (const c of item.changes) assert.equal(c.incarnation, item.incarnation);
-  return item.changes;
-}
-
-const kinds = (changes: readonly EventChange[]): string[] => changes.map((c) => `${c.kind}:${c.event.id}`);
 
 describe('client against the emulator: reading and approving', () => {
   it('reads a typed document with NotBefore as a Date', async () => {

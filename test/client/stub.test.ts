@@ -9,9 +9,8 @@ import {
   ImdsProtocolError,
   ScheduledEventsClient,
   type ClientOptions,
-  type EventChange,
-  type WatchItem,
 } from '../../src/client/index.js';
+import { kinds, next, nextChanges } from './watch-items.js';
 
 interface Seen {
   method: string;
@@ -100,22 +99,6 @@ function client(options: ClientOptions = {}): { client: ScheduledEventsClient; s
   };
 }
 
-async function next(items: AsyncGenerator<WatchItem>): Promise<WatchItem> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('no watch item within 5 s')), 5000);
-  });
-  const result = await Promise.race([items.next(), timeout]).finally(() => clearTimeout(timer));
-  assert.equal(result.done, false);
-  return result.value as WatchItem;
-}
-
-async function nextChanges(items: AsyncGenerator<WatchItem>): Promise<EventChange[]> {
-  const item = await next(items);
-  if (item.type !== 'changes') throw new Error(`expected changes, got ${item.error.message}`);
-  return item.changes;
-}
-
 /** Waits until the stub has answered `n` more requests. */
 async function polls(n: number): Promise<void> {
   const target = seen.length + n;
@@ -126,7 +109,6 @@ async function polls(n: number): Promise<void> {
   }
 }
 
-const kinds = (changes: readonly EventChange[]): string[] => changes.map((c) => `${c.kind}:${c.event.id}`);
 
 describe('client against a stub: requests on the wire', () => {
   it('sends Metadata: true, the api-version, no proxy header; appends routes to a path prefix', async () => {
