@@ -46,6 +46,17 @@ const EndedSchema = z.object({
   resources: z.array(z.string()),
   endedAt: time,
   cancelled: z.boolean(),
+  event: EventSchema.nullable().default(null),
+});
+
+const DeletedSchema = z.object({
+  name: z.string(),
+  tenant: z.string(),
+  host: z.string(),
+  faultDomain: z.int().min(0),
+  updateDomain: z.int().min(0),
+  deletedAt: time,
+  operation: z.string(),
 });
 
 const StepSchema = z.object({
@@ -90,6 +101,7 @@ export const SnapshotSchema = z.object({
   operations: z.array(OperationSchema),
   incarnations: z.record(z.string(), z.int().min(0)),
   activation: z.record(z.string(), ActivationSchema).optional(),
+  deleted: z.array(DeletedSchema).optional(),
 });
 
 /** Reads a state file; undefined when it does not exist (a fresh start). Never writes. */

@@ -82,6 +82,12 @@ export const ROUTES: readonly RouteDoc[] = [
   { method: 'GET', path: '/v1/events', summary: 'Every live event with its internal state', responses: { 200: 'EventList' } },
   { method: 'GET', path: '/v1/events/:id', summary: 'One live event', responses: { 200: 'EventEnvelope', 404: 'Error' } },
   {
+    method: 'GET',
+    path: '/v1/history',
+    summary: 'Every event that has ended since the last reset, as it was when it ended, in the order they ended',
+    responses: { 200: 'History' },
+  },
+  {
     method: 'POST',
     path: '/v1/events/:id/cancel',
     summary: 'Cancel a Scheduled event; 409 once it has Started',
@@ -129,16 +135,26 @@ export const ROUTES: readonly RouteDoc[] = [
       409: json('Error', "timing differs from the emulator's"),
     },
   },
+  { method: 'GET', path: '/v1/scenarios', summary: 'The built-in scenarios', responses: { 200: 'ScenarioList' } },
   { method: 'GET', path: '/v1/scenarios/:id', summary: 'A scenario run and its report so far', responses: { 200: 'ScenarioRun', 404: 'Error' } },
   {
     method: 'GET',
     path: '/v1/stream',
-    summary: 'Server-sent events: every change of every document',
+    summary: 'Server-sent events: every change of every document, and with include=changes every change of state',
+    query: [
+      {
+        name: 'include',
+        in: 'query',
+        required: false,
+        description: '`changes` adds a `changed` event (data: StreamChanged) after each burst of changes of any kind',
+        schema: { type: 'string', enum: ['changes'] },
+      },
+    ],
     responses: {
       200: {
         description:
           'An event stream. `hello` (data: StreamHello) on connect; `document` (data: StreamDocument) per changed VM; ' +
-          'a `: keep-alive` comment every 15 s.',
+          'with include=changes, `changed` (data: StreamChanged); a `: keep-alive` comment every 15 s.',
         content: { 'text/event-stream': { schema: { type: 'string' } } },
       },
     },

@@ -6,7 +6,7 @@ import type { ControlContext } from '../context.js';
 import { formatIso } from '../../protocol/time.js';
 import { parseTimingFactor } from '../engine/timing.js';
 import type { Scenario, ScenarioReport } from '../scenarios/format.js';
-import { builtinScenarioNames, loadBuiltinScenario } from '../scenarios/library.js';
+import { builtinScenarioNames, builtinScenarios, loadBuiltinScenario } from '../scenarios/library.js';
 import { ScenarioError, scenarioFromObject } from '../scenarios/load.js';
 import { runScenario } from '../scenarios/runner.js';
 import { ScenarioBody, describeIssues, type ScenarioRun } from './schemas.js';
@@ -23,7 +23,8 @@ interface RunEntry extends ScenarioRun {
 
 const fail = (statusCode: number, message: string) => Object.assign(new Error(message), { statusCode });
 
-export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext): void {
+/** `notify` tells the live stream a run began or ended. */
+export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext, notify: (topic: 'scenarios') => void = () => {}): void {
   const { engine, faults, rateLimiter } = ctx;
   const runs = new Map<string, RunEntry>();
   const json = (entry: RunEntry): ScenarioRun => ({ run: entry.run, status: entry.status, report: entry.report });
@@ -68,8 +69,10 @@ export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext
       entry.report = report;
       entry.status = report.aborted ? 'aborted' : report.passed ? 'passed' : 'failed';
       entry.controller = null;
+      notify('scenarios');
     };
     keep(runs, entry);
+    notify('scenarios');
 
     if (ctx.clock.mode === 'manual') {
       finish(await runScenario(scenario, { emulator: { engine, faults } }));
@@ -86,9 +89,14 @@ export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext
       entry.status = 'aborted';
       entry.report.aborted = true;
       entry.controller = null;
+      notify('scenarios');
     });
     return reply.code(202).header('location', `/v1/scenarios/${id}`).send(json(entry));
   });
+
+  app.get('/v1/scenarios', async () => ({
+    scenarios: builtinScenarios().map((s) => ({ name: s.name, description: s.description })),
+  }));
 
   app.get<{ Params: { id: string } }>('/v1/scenarios/:id', async (request) => {
     const entry = runs.get(request.params.id.toLowerCase());

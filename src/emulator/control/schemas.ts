@@ -5,6 +5,7 @@ import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types
 import { PRIORITIES, TENANT_KINDS } from '../engine/fleet.js';
 import { OPERATION_TYPES } from '../engine/operations.js';
 import type { StepStatus } from '../engine/rolling.js';
+import { VM_STATES } from '../engine/vm-state.js';
 import { FAULT_STATUSES } from '../faults.js';
 import { ScenarioDocumentSchema, ScenarioReportSchema } from '../scenarios/format.js';
 import { VmSpecSchema } from '../vm-spec.js';
@@ -89,6 +90,9 @@ export const VmResponse = z
     faultDomainCount: z.int(),
     updateDomainCount: z.int(),
     scaleSet: z.string().optional(),
+    state: z.enum(VM_STATES).meta({
+      description: 'What the VM is going through, from its Started event: frozen, rebooting, redeploying, deleting, evicting; else running',
+    }),
     scheduledEvents: z
       .enum(['enabled', 'enabling', 'disabled'])
       .meta({ description: 'Whether the VM sees its events: always enabled unless the activation profile is realistic' }),
@@ -112,6 +116,20 @@ export const FleetResponse = z
       }),
     ),
     hosts: z.array(z.object({ name: z.string(), vms: z.array(z.string()), tenants: z.array(z.string()) })),
+    deleted: z
+      .array(
+        z.object({
+          name: z.string(),
+          tenant: z.string(),
+          host: z.string(),
+          faultDomain: z.int(),
+          updateDomain: z.int(),
+          state: z.literal('deleted'),
+          deletedAt: isoTime,
+          operation: z.string().meta({ description: 'The delete operation that removed it' }),
+        }),
+      )
+      .meta({ description: 'VMs a delete operation removed, until a VM of the same name is added again' }),
   })
   .register(registry, { id: 'Fleet' });
 export type FleetResponse = z.infer<typeof FleetResponse>;
@@ -207,6 +225,17 @@ export const EventResponse = z
 export type EventResponse = z.infer<typeof EventResponse>;
 
 export const EventList = z.object({ events: z.array(EventResponse) }).register(registry, { id: 'EventList' });
+
+export const EndedEventResponse = EventResponse.omit({ job: true })
+  .extend({
+    endedAt: isoTime,
+    outcome: z.enum(['completed', 'cancelled']),
+  })
+  .register(registry, { id: 'EndedEvent', description: 'An event that has ended, as it was when it ended' });
+export type EndedEventResponse = z.infer<typeof EndedEventResponse>;
+export const History = z
+  .object({ events: z.array(EndedEventResponse) })
+  .register(registry, { id: 'History', description: 'Ended events, in the order they ended' });
 export const EventEnvelope = z.object({ event: EventResponse }).register(registry, { id: 'EventEnvelope' });
 
 const WireEvent = z.object({
@@ -254,6 +283,16 @@ export const ClearedResponse = z
   .register(registry, { id: 'Cleared' });
 
 export const StreamHello = z.object({ now: isoTime }).register(registry, { id: 'StreamHello' });
+export const STREAM_TOPICS = ['engine', 'clock', 'faults', 'scenarios'] as const;
+export type StreamTopic = (typeof STREAM_TOPICS)[number];
+export const StreamChanged = z
+  .object({
+    now: isoTime,
+    topics: z.array(z.enum(STREAM_TOPICS)).meta({
+      description: 'engine: fleet, events, operations or history; clock: the manual clock moved; faults; scenarios: a run began or ended',
+    }),
+  })
+  .register(registry, { id: 'StreamChanged', description: 'Data of a `changed` event on /v1/stream?include=changes' });
 export const StreamDocument = z
   .union([
     z.object({ vm: z.string(), incarnation: z.int(), document: DocumentResponse }),
@@ -283,6 +322,9 @@ export const ScenarioRun = z
   })
   .register(registry, { id: 'ScenarioRun', description: 'A scenario run and its report so far' });
 export type ScenarioRun = z.infer<typeof ScenarioRun>;
+export const ScenarioList = z
+  .object({ scenarios: z.array(z.object({ name: z.string(), description: z.string() })) })
+  .register(registry, { id: 'ScenarioList', description: 'The built-in scenarios' });
 
 // ---- validation messages -------------------------------------------------------
 

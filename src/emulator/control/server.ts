@@ -10,6 +10,8 @@ import type { ControlContext } from '../context.js';
 import type { Engine, EngineEvent, JobMember, Operation } from '../engine/engine.js';
 import { EngineError } from '../engine/errors.js';
 import { vmToSpec, type Vm } from '../engine/fleet.js';
+import type { VmState } from '../engine/vm-state.js';
+import { DASHBOARD_PATHS, registerDashboard } from './dashboard.js';
 import { buildOpenApiDocument, ROUTES } from './openapi.js';
 import {
   AdvanceBody,
@@ -18,6 +20,7 @@ import {
   OperationBody,
   VmBody,
   type ClockResponse,
+  type EndedEventResponse,
   type EventResponse,
   type FleetResponse,
   type OperationCreated,
@@ -58,10 +61,11 @@ function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
 const iso = (ms: number | null) => (ms === null ? null : formatIso(ms));
 
 /** `detail` adds the VM's last Scheduled Events request, for the single-VM route. */
-function vmJson(ctx: ControlContext, vm: Vm, detail = false): VmResponse {
+function vmJson(ctx: ControlContext, vm: Vm, detail = false, states = ctx.engine.vmStates()): VmResponse {
   const activation = ctx.engine.activationOf(vm.name);
   return {
     ...vmToSpec(vm, ctx.engine.fleet.tenantOf(vm)),
+    state: states.get(vm.name) ?? 'running',
     scheduledEvents: activation.status,
     ...(detail ? { lastRequestAt: iso(activation.lastRequestAt) } : {}),
   };
@@ -69,6 +73,10 @@ function vmJson(ctx: ControlContext, vm: Vm, detail = false): VmResponse {
 
 /** `members` is the job as it was, for an event that has just ended (cancel, complete). */
 function eventJson(engine: Engine, e: EngineEvent, members: JobMember[] = engine.jobMembers(e.id)): EventResponse {
+  return { ...eventFields(e), job: { id: e.jobId, tenants: members.map((m) => ({ ...m })) } };
+}
+
+function eventFields(e: EngineEvent): Omit<EventResponse, 'job'> {
   return {
     id: e.id,
     operation: e.operationId,
@@ -85,8 +93,11 @@ function eventJson(engine: Engine, e: EngineEvent, members: JobMember[] = engine
     endsAt: iso(e.endsAt),
     startedBy: e.startedBy,
     approvals: e.approvals.map((a) => ({ vm: a.vm, at: formatIso(a.at) })),
-    job: { id: e.jobId, tenants: members.map((m) => ({ ...m })) },
   };
+}
+
+function endedJson(ended: ReturnType<Engine['history']>[number]): EndedEventResponse {
+  return { ...eventFields(ended.event), endedAt: formatIso(ended.endedAt), outcome: ended.cancelled ? 'cancelled' : 'completed' };
 }
 
 function stepsJson(o: Operation): RollingStepResponse[] | null {
@@ -127,8 +138,9 @@ function clockJson(ctx: ControlContext): ClockResponse {
 
 function fleetJson(ctx: ControlContext): FleetResponse {
   const { fleet } = ctx.engine;
+  const states: Map<string, VmState> = ctx.engine.vmStates();
   return {
-    vms: [...fleet.vms.values()].map((vm) => vmJson(ctx, vm)),
+    vms: [...fleet.vms.values()].map((vm) => vmJson(ctx, vm, false, states)),
     tenants: [...fleet.tenants.values()].map((t) => ({
       name: t.name,
       kind: t.kind,
@@ -141,6 +153,7 @@ function fleetJson(ctx: ControlContext): FleetResponse {
       vms: [...h.vms],
       tenants: [...new Set([...h.vms].map((name) => fleet.vms.get(name)!.tenant))],
     })),
+    deleted: ctx.engine.deletedVms().map((d) => ({ ...d, state: 'deleted' as const, deletedAt: formatIso(d.deletedAt) })),
   };
 }
 
@@ -185,6 +198,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   const described = new Set(ROUTES.map((r) => `${r.method} ${r.path}`));
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
+    // The dashboard's page and assets are not part of the API.
+    if (!route.url.startsWith('/v1/')) return;
     for (const m of methods) {
       if (m !== 'HEAD' && !described.has(`${m} ${route.url}`)) throw new Error(`route ${m} ${route.url} is not in openapi.ts`);
     }
@@ -209,6 +224,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
 
   if (expectedToken !== null) {
     app.addHook('onRequest', async (request, reply) => {
+      // [choice] The dashboard's page holds no data, so it loads without the token and asks for it.
+      if (DASHBOARD_PATHS.test(request.url)) return;
       if (tokenMatches(request.headers.authorization, expectedToken)) return;
       reply.header('www-authenticate', 'Bearer').code(401);
       return reply.send({ error: 'missing or wrong bearer token' });
@@ -315,6 +332,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
 
   app.get('/v1/events', async () => ({ events: engine.events().map((e) => eventJson(engine, e)) }));
 
+  app.get('/v1/history', async () => ({ events: engine.history().map(endedJson) }));
+
   app.get<{ Params: { id: string } }>('/v1/events/:id', async (request) => ({
     event: eventJson(engine, engine.event(request.params.id)),
   }));
@@ -344,13 +363,16 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     }
     clock.advance(seconds * 1000);
     engine.tick();
+    hub.notify('clock');
     return clockJson(ctx);
   });
 
   app.post('/v1/faults', async (request, reply) => {
     const body = parseBody(FaultBody, request.body);
     if (body.vm !== undefined) engine.fleet.get(body.vm);
-    return reply.code(201).send({ fault: faults.add(body) });
+    const fault = faults.add(body);
+    hub.notify('faults');
+    return reply.code(201).send({ fault });
   });
 
   app.get('/v1/faults', async () => ({ faults: faults.list() }));
@@ -358,6 +380,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   app.delete('/v1/faults', async () => {
     const cleared = faults.size;
     faults.clear();
+    hub.notify('faults');
     return { ok: true, cleared };
   });
 
@@ -365,19 +388,26 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     engine.reset();
     faults.clear();
     rateLimiter.reset();
+    hub.notify('faults');
     return { ok: true };
   });
 
-  registerScenarioRoutes(app, ctx);
+  registerScenarioRoutes(app, ctx, (topic) => hub.notify(topic));
 
   // ---- stream and description ----------------------------------------------------------
 
   app.get('/v1/stream', (request, reply) => {
+    const include = (request.query as Record<string, unknown>).include;
+    if (include !== undefined && include !== 'changes') {
+      return reply.code(400).send({ error: `include=${JSON.stringify(include)} is not known; the only value is "changes"` });
+    }
     reply.hijack();
-    hub.open(reply.raw);
+    hub.open(reply.raw, { changes: include === 'changes' });
   });
 
   app.get('/v1/openapi.json', async () => openapi);
+
+  registerDashboard(app);
 
   return app;
 }

@@ -24,6 +24,7 @@ import {
 import { planSteps, type RollingStep } from './rolling.js';
 import { Schedule, type Due } from './schedule.js';
 import { DEGRADED_HARDWARE_NOTICE_SECONDS, OS_IMAGE_NOTICE_SECONDS, ROLLING_STEP_GAP_SECONDS, Timing } from './timing.js';
+import { STATE_WHILE_STARTED, type DeletedVm, type VmState } from './vm-state.js';
 
 export interface Approval {
   vm: string;
@@ -53,13 +54,15 @@ export interface EngineEvent {
   approvals: Approval[];
 }
 
-/** What is remembered of an ended event: enough to answer a late approval. */
+/** What is remembered of an ended event: enough to answer a late approval, and its history. */
 export interface EndedEvent {
   id: string;
   tenant: string;
   resources: string[];
   endedAt: number;
   cancelled: boolean;
+  /** The event as it was when it ended; null in state files written before history was kept. */
+  event: EngineEvent | null;
 }
 
 export type OperationStatus = 'running' | 'completed' | 'cancelled';
@@ -122,6 +125,7 @@ export interface EngineSnapshot {
   operations: Operation[];
   incarnations: Record<string, number>;
   activation?: Record<string, ActivationState>;
+  deleted?: DeletedVm[];
 }
 
 export type ChangeListener = (vms: readonly string[]) => void;
@@ -160,6 +164,7 @@ export class Engine {
   readonly #activationOptions: ActivationOptions;
   readonly #activation = new Map<string, ActivationState>();
   readonly #incarnations = new Map<string, number>();
+  readonly #deleted = new Map<string, DeletedVm>();
   readonly #schedule = new Schedule();
   readonly #touched = new Set<string>();
   readonly #listeners = new Set<ChangeListener>();
@@ -212,6 +217,30 @@ export class Engine {
     const e = this.#live.get(id.toUpperCase());
     if (!e) throw notFound(this.#ended.has(id.toUpperCase()) ? `event ${id} has already ended` : `no event with id ${id}`);
     return cloneEvent(e);
+  }
+
+  /** Ended events whose history is known, in the order they ended. */
+  history(): (EndedEvent & { event: EngineEvent })[] {
+    this.tick();
+    return [...this.#ended.values()]
+      .filter((e): e is EndedEvent & { event: EngineEvent } => e.event !== null)
+      .map((e) => ({ ...e, resources: [...e.resources], event: cloneEvent(e.event) }));
+  }
+
+  /** What each VM is going through now; a VM missing from the map is running. */
+  vmStates(): Map<string, VmState> {
+    this.tick();
+    const states = new Map<string, VmState>();
+    for (const e of this.#live.values()) {
+      if (e.status !== 'Started') continue;
+      for (const name of e.resources) if (this.fleet.vms.has(name)) states.set(name, STATE_WHILE_STARTED[e.type]);
+    }
+    return states;
+  }
+
+  /** VMs that a delete removed, until a VM of the same name is added again. */
+  deletedVms(): DeletedVm[] {
+    return [...this.#deleted.values()].map((d) => ({ ...d }));
   }
 
   operations(): Operation[] {
@@ -386,7 +415,7 @@ export class Engine {
     for (const vm of vms) {
       if (noticed.includes(vm)) continue;
       if (type === 'delete') {
-        this.#removeVm(vm.name);
+        this.#removeVm(vm.name, { operation: operation.id, at: now });
         operation.removedVms.push(vm.name);
       } else if (type === 'reimage') {
         operation.reimagedVms.push(vm.name);
@@ -508,6 +537,7 @@ export class Engine {
     this.#maintenance.clear();
     this.#activation.clear();
     this.#schedule.clear();
+    this.#deleted.clear();
   }
 
   /** Identifies a VM's visible events and their states, to tell whether its document changed. */
@@ -532,6 +562,7 @@ export class Engine {
       operations: [...this.#operations.values()].map((o) => structuredClone(o)),
       incarnations: Object.fromEntries(this.#incarnations),
       activation: Object.fromEntries([...this.#activation].map(([name, a]) => [name, { ...a }])),
+      deleted: this.deletedVms(),
     };
   }
 
@@ -549,6 +580,7 @@ export class Engine {
       else if (event.endsAt !== null) this.#schedule.push(event.endsAt, event.id, 'end');
     }
     for (const e of snapshot.ended) this.#ended.set(e.id, structuredClone(e));
+    for (const d of snapshot.deleted ?? []) if (!this.fleet.vms.has(d.name)) this.#deleted.set(d.name, { ...d });
     for (const o of snapshot.operations) {
       const op = structuredClone(o);
       this.#operations.set(op.id, op);
@@ -573,6 +605,7 @@ export class Engine {
 
   #addVm(spec: VmSpec): Vm {
     const vm = this.fleet.add(spec);
+    this.#deleted.delete(vm.name);
     this.#mutated = true;
     // A returning name must not show an old incarnation with new events.
     if (this.#incarnations.has(vm.name)) this.#touched.add(vm.name);
@@ -580,10 +613,15 @@ export class Engine {
     return vm;
   }
 
-  #removeVm(name: string): Vm {
+  /** `deletedBy` marks a VM a delete operation removed, as opposed to one taken out through the control API. */
+  #removeVm(name: string, deletedBy?: { operation: string; at: number }): Vm {
     const vm = this.fleet.get(name);
     this.#touched.add(name);
     this.fleet.remove(name);
+    if (deletedBy) {
+      const { tenant, host, faultDomain, updateDomain } = vm;
+      this.#deleted.set(name, { name, tenant, host, faultDomain, updateDomain, deletedAt: deletedBy.at, operation: deletedBy.operation });
+    }
     this.#mutated = true;
     // Events of a tenant with no VMs left have nobody to tell; they end silently.
     if (!this.fleet.tenants.has(vm.tenant)) {
@@ -820,10 +858,11 @@ export class Engine {
     const job = this.#jobs.get(event.jobId)!;
     job.splice(job.indexOf(event), 1);
     if (job.length === 0) this.#jobs.delete(event.jobId);
-    this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled });
+    // No longer live, so nothing changes it from here on.
+    this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled, event });
     // A completed Terminate has deleted its VMs.
     if (!cancelled && event.type === 'Terminate') {
-      for (const name of event.resources) if (this.fleet.vms.has(name)) this.#removeVm(name);
+      for (const name of event.resources) if (this.fleet.vms.has(name)) this.#removeVm(name, { operation: event.operationId, at });
     }
     const operation = this.#operations.get(event.operationId);
     if (operation?.steps) this.#advanceRolling(operation, event, at, cancelled);
