@@ -26,6 +26,17 @@ export interface Fault {
 
 export class FaultRegistry {
   #faults: Fault[] = [];
+  readonly #listeners = new Set<() => void>();
+
+  /** Called after every change: a fault added, used up in part or whole, or cleared. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
 
   add(spec: FaultSpec): Fault {
     const fault: Fault = {
@@ -37,6 +48,7 @@ export class FaultRegistry {
       remaining: spec.count ?? 1,
     };
     this.#faults.push(fault);
+    this.#changed();
     return { ...fault };
   }
 
@@ -45,7 +57,9 @@ export class FaultRegistry {
   }
 
   clear(): void {
+    const had = this.#faults.length > 0;
     this.#faults = [];
+    if (had) this.#changed();
   }
 
   get size(): number {
@@ -59,6 +73,7 @@ export class FaultRegistry {
     const fault = this.#faults[i]!;
     fault.remaining -= 1;
     if (fault.remaining <= 0) this.#faults.splice(i, 1);
+    this.#changed();
     return { ...fault };
   }
 }

@@ -89,6 +89,13 @@ export const ROUTES: readonly RouteDoc[] = [
   },
   {
     method: 'POST',
+    path: '/v1/events/:id/approve',
+    summary: 'Approve an event on behalf of a VM, as its POST to IMDS would: 404 for an unknown VM, 400 if it cannot see the event, 409 once the event has ended',
+    body: 'ApproveBody',
+    responses: { 200: 'EventEnvelope', 400: 'Error', 404: 'Error', 409: 'Error' },
+  },
+  {
+    method: 'POST',
     path: '/v1/events/:id/cancel',
     summary: 'Cancel a Scheduled event; 409 once it has Started',
     responses: { 200: 'EventEnvelope', 404: 'Error', 409: 'Error' },

@@ -44,6 +44,11 @@ export const OperationBody = z
   .register(registry, { id: 'OperationBody', description: 'Exactly one of vms, host or tenant names the target' });
 export type OperationBody = z.infer<typeof OperationBody>;
 
+export const ApproveBody = z
+  .strictObject({ vm: z.string().meta({ description: 'The VM that approves, as if it POSTed to IMDS; it must see the event' }) })
+  .register(registry, { id: 'ApproveBody' });
+export type ApproveBody = z.infer<typeof ApproveBody>;
+
 export const AdvanceBody = z
   .strictObject({ seconds: z.number().positive().max(MAX_ADVANCE_SECONDS) })
   .register(registry, { id: 'AdvanceBody' });
@@ -93,6 +98,7 @@ export const VmResponse = z
     state: z.enum(VM_STATES).meta({
       description: 'What the VM is going through, from its Started event: frozen, rebooting, redeploying, deleting, evicting; else running',
     }),
+    incarnation: z.int().meta({ description: 'The DocumentIncarnation the VM would see now' }),
     scheduledEvents: z
       .enum(['enabled', 'enabling', 'disabled'])
       .meta({ description: 'Whether the VM sees its events: always enabled unless the activation profile is realistic' }),
@@ -274,6 +280,7 @@ export const FaultResponse = z
     remaining: z.int().meta({ description: 'Requests it will still affect' }),
   })
   .register(registry, { id: 'Fault' });
+export type FaultResponse = z.infer<typeof FaultResponse>;
 
 export const FaultEnvelope = z.object({ fault: FaultResponse }).register(registry, { id: 'FaultEnvelope' });
 export const FaultList = z.object({ faults: z.array(FaultResponse) }).register(registry, { id: 'FaultList' });

@@ -15,6 +15,7 @@ import { DASHBOARD_PATHS, registerDashboard } from './dashboard.js';
 import { buildOpenApiDocument, ROUTES } from './openapi.js';
 import {
   AdvanceBody,
+  ApproveBody,
   describeIssues,
   FaultBody,
   OperationBody,
@@ -37,6 +38,8 @@ export interface ControlServerOptions {
   logger?: boolean | object;
   /** Addition: the stream's keep-alive period, so tests need not wait 15 s. */
   streamKeepAliveMs?: number;
+  /** Where the dashboard's built files are; dist/dashboard by default. */
+  dashboardDir?: string;
 }
 
 /** An error whose status and message go to the client as they are. */
@@ -66,6 +69,7 @@ function vmJson(ctx: ControlContext, vm: Vm, detail = false, states = ctx.engine
   return {
     ...vmToSpec(vm, ctx.engine.fleet.tenantOf(vm)),
     state: states.get(vm.name) ?? 'running',
+    incarnation: ctx.engine.incarnationOf(vm.name),
     scheduledEvents: activation.status,
     ...(detail ? { lastRequestAt: iso(activation.lastRequestAt) } : {}),
   };
@@ -168,6 +172,24 @@ function tokenMatches(header: string | undefined, expected: Buffer): boolean {
   return timingSafeEqual(given, expected) && m !== null;
 }
 
+/**
+ * Whether a request is for the dashboard's page rather than the API. A request that found a
+ * route is judged by that route: the router decodes %-escapes, so /%761/fleet reaches
+ * /v1/fleet and must not pass for a page. An unknown path is judged by its decoded form.
+ */
+function isDashboardRequest(request: FastifyRequest): boolean {
+  const route = request.routeOptions.url;
+  if (!request.is404 && route !== undefined) return !route.startsWith('/v1/');
+  const path = request.url.split('?')[0] ?? '';
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return false;
+  }
+  return DASHBOARD_PATHS.test(path) && DASHBOARD_PATHS.test(decoded);
+}
+
 function matcher(path: string): RegExp {
   const source = path
     .split('/')
@@ -225,14 +247,19 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   if (expectedToken !== null) {
     app.addHook('onRequest', async (request, reply) => {
       // [choice] The dashboard's page holds no data, so it loads without the token and asks for it.
-      if (DASHBOARD_PATHS.test(request.url)) return;
+      if (isDashboardRequest(request)) return;
       if (tokenMatches(request.headers.authorization, expectedToken)) return;
       reply.header('www-authenticate', 'Bearer').code(401);
       return reply.send({ error: 'missing or wrong bearer token' });
     });
   }
 
-  app.addHook('preClose', async () => hub.closeAll());
+  // The registry is the one owner of fault changes: IMDS using one up counts as much as the control API adding one.
+  const offFaults = faults.onChange(() => hub.notify('faults'));
+  app.addHook('preClose', async () => {
+    offFaults();
+    hub.closeAll();
+  });
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
@@ -338,6 +365,17 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     event: eventJson(engine, engine.event(request.params.id)),
   }));
 
+  // [choice] The dashboard approves through the control address, which it can reach; IMDS it cannot.
+  app.post<{ Params: { id: string } }>('/v1/events/:id/approve', async (request) => {
+    const { vm } = parseBody(ApproveBody, request.body);
+    const { id } = request.params;
+    engine.tick();
+    if (engine.hasEnded(id)) throw new HttpError(409, `event ${id} has already ended`);
+    // The VM's own rules: it must exist (404) and see the event (400), as on IMDS.
+    engine.approve(vm, [id]);
+    return { event: eventJson(engine, engine.event(id)) };
+  });
+
   // Both end events: take the job's membership before it goes.
   app.post<{ Params: { id: string } }>('/v1/events/:id/cancel', async (request) => {
     engine.tick();
@@ -370,9 +408,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   app.post('/v1/faults', async (request, reply) => {
     const body = parseBody(FaultBody, request.body);
     if (body.vm !== undefined) engine.fleet.get(body.vm);
-    const fault = faults.add(body);
-    hub.notify('faults');
-    return reply.code(201).send({ fault });
+    return reply.code(201).send({ fault: faults.add(body) });
   });
 
   app.get('/v1/faults', async () => ({ faults: faults.list() }));
@@ -380,7 +416,6 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   app.delete('/v1/faults', async () => {
     const cleared = faults.size;
     faults.clear();
-    hub.notify('faults');
     return { ok: true, cleared };
   });
 
@@ -388,7 +423,6 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     engine.reset();
     faults.clear();
     rateLimiter.reset();
-    hub.notify('faults');
     return { ok: true };
   });
 
@@ -407,7 +441,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
 
   app.get('/v1/openapi.json', async () => openapi);
 
-  registerDashboard(app);
+  registerDashboard(app, options.dashboardDir);
 
   return app;
 }

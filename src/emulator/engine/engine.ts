@@ -219,6 +219,10 @@ export class Engine {
     return cloneEvent(e);
   }
 
+  hasEnded(id: string): boolean {
+    return this.#ended.has(id.toUpperCase());
+  }
+
   /** Ended events whose history is known, in the order they ended. */
   history(): (EndedEvent & { event: EngineEvent })[] {
     this.tick();
@@ -240,6 +244,8 @@ export class Engine {
 
   /** VMs that a delete removed, until a VM of the same name is added again. */
   deletedVms(): DeletedVm[] {
+    // Like the other queries: a Terminate that has run its course by now has deleted its VMs.
+    this.tick();
     return [...this.#deleted.values()].map((d) => ({ ...d }));
   }
 
@@ -562,7 +568,8 @@ export class Engine {
       operations: [...this.#operations.values()].map((o) => structuredClone(o)),
       incarnations: Object.fromEntries(this.#incarnations),
       activation: Object.fromEntries([...this.#activation].map(([name, a]) => [name, { ...a }])),
-      deleted: this.deletedVms(),
+      // Not deletedVms(): its tick would change the state halfway through the snapshot.
+      deleted: [...this.#deleted.values()].map((d) => ({ ...d })),
     };
   }
 

@@ -154,7 +154,7 @@ describe('POST /v1/vms and DELETE /v1/vms/:name', () => {
     assert.equal(res.status, 201, res.text);
     const { vmId, ...rest } = res.json;
     assert.equal(typeof vmId, 'string');
-    assert.deepEqual(rest, { ...body, updateDomainCount: 5, state: 'running', scheduledEvents: 'enabled' });
+    assert.deepEqual(rest, { ...body, updateDomainCount: 5, state: 'running', incarnation: 1, scheduledEvents: 'enabled' });
   });
 
   test('a duplicate name is a 409', async () => {

@@ -9,51 +9,9 @@ import { ManualClock } from '../../../src/emulator/engine/clock.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
 import { renderDocument } from '../../../src/protocol/render.js';
+import { openSse, type SseMessage, type SseReader } from '../../support/sse.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');
-
-interface SseMessage {
-  event: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  data: any;
-}
-
-/** Reads an SSE body frame by frame; comments come back as event ':'. */
-class SseReader {
-  #buffer = '';
-  readonly #decoder = new TextDecoder();
-  constructor(private readonly reader: ReadableStreamDefaultReader<Uint8Array>) {}
-
-  async next(timeoutMs = 2000): Promise<SseMessage> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const end = this.#buffer.indexOf('\n\n');
-      if (end >= 0) {
-        const raw = this.#buffer.slice(0, end);
-        this.#buffer = this.#buffer.slice(end + 2);
-        if (raw.startsWith(':')) return { event: ':', data: raw.slice(1).trim() };
-        const fields = Object.fromEntries(
-          raw.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]),
-        );
-        return { event: fields.event ?? 'message', data: JSON.parse(fields.data ?? 'null') };
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no SSE frame within ${timeoutMs} ms; buffer: ${JSON.stringify(this.#buffer)}`);
-      const chunk = await Promise.race([this.reader.read(), sleep(left, null, { ref: false })]);
-      if (chunk === null) continue;
-      if (chunk.done) throw new Error('stream ended');
-      this.#buffer += this.#decoder.decode(chunk.value, { stream: true });
-    }
-  }
-
-  /** Skips keep-alives. */
-  async nextEvent(timeoutMs = 2000): Promise<SseMessage> {
-    for (;;) {
-      const m = await this.next(timeoutMs);
-      if (m.event !== ':') return m;
-    }
-  }
-}
 
 let app: FastifyInstance;
 let engine: Engine;
@@ -90,11 +48,7 @@ after(async () => {
 });
 
 async function connect(): Promise<{ sse: SseReader; abort: () => void; res: Response }> {
-  const controller = new AbortController();
-  const res = await fetch(`${base}/v1/stream`, { signal: controller.signal });
-  assert.equal(res.status, 200);
-  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
-  return { sse: new SseReader(res.body!.getReader()), abort: () => controller.abort(), res };
+  return openSse(`${base}/v1/stream`);
 }
 
 async function until(check: () => boolean, what: string): Promise<void> {
