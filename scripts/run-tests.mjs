@@ -22,6 +22,11 @@ if (files.length === 0) {
   console.error('no test files matched');
   process.exit(1);
 }
+// The dashboard tests load the page the emulator serves: build it from the current source first.
+if (files.some((f) => f.startsWith('test/e2e/'))) {
+  const { buildDashboard } = await import('./build-dashboard.mjs');
+  await buildDashboard();
+}
 const reporter = process.env.CI || !process.stdout.isTTY ? ['--test-reporter=spec'] : [];
 const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', ...reporter, ...files], {
   cwd: root,

@@ -1,0 +1,139 @@
+// Past and present events per VM on one time axis: the notice as a light bar, the Started part solid.
+import type { EndedEventResponse, EventResponse, FleetResponse } from '../api.js';
+import { clockTime, fullTime, ms } from '../format.js';
+
+interface Props {
+  fleet: FleetResponse | null;
+  events: EventResponse[];
+  history: EndedEventResponse[];
+  now: number;
+}
+
+/** [choice] The most recent ended events drawn; older ones stay in GET /v1/history. */
+export const TIMELINE_HISTORY = 200;
+
+interface Span {
+  id: string;
+  vm: string;
+  type: string;
+  created: number;
+  started: number | null;
+  end: number;
+  outcome: 'scheduled' | 'started' | 'completed' | 'cancelled';
+}
+
+const STEPS_S = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400];
+
+function spans(events: EventResponse[], history: EndedEventResponse[], now: number): Span[] {
+  const out: Span[] = [];
+  for (const e of history.slice(-TIMELINE_HISTORY)) {
+    const ended = ms(e.endedAt);
+    const started = e.startedAt === null ? null : ms(e.startedAt);
+    for (const vm of e.resources) {
+      out.push({ id: e.id, vm, type: e.type, created: ms(e.createdAt), started, end: ended, outcome: e.outcome });
+    }
+  }
+  for (const e of events) {
+    const started = e.startedAt === null ? null : ms(e.startedAt);
+    const end = e.endsAt !== null ? ms(e.endsAt) : Math.max(ms(e.notBefore), now);
+    for (const vm of e.resources) {
+      out.push({
+        id: e.id,
+        vm,
+        type: e.type,
+        created: ms(e.createdAt),
+        started,
+        end,
+        outcome: e.status === 'Started' ? 'started' : 'scheduled',
+      });
+    }
+  }
+  return out;
+}
+
+/** Rows in fleet order (tenant, fault domain, name); VMs no longer in the fleet go last. */
+function rowOrder(fleet: FleetResponse | null, names: Set<string>): { vm: string; label: string }[] {
+  const known = [
+    ...(fleet?.vms ?? []).map((v) => ({ vm: v.name, tenant: v.tenant, fd: v.faultDomain })),
+    ...(fleet?.deleted ?? []).map((v) => ({ vm: v.name, tenant: v.tenant, fd: v.faultDomain })),
+  ].filter((r) => names.has(r.vm));
+  known.sort((a, b) => a.tenant.localeCompare(b.tenant) || a.fd - b.fd || a.vm.localeCompare(b.vm));
+  const rows = known.map((r) => ({ vm: r.vm, label: `${r.vm} · FD ${r.fd}` }));
+  const placed = new Set(rows.map((r) => r.vm));
+  for (const vm of [...names].sort()) if (!placed.has(vm)) rows.push({ vm, label: vm });
+  return rows;
+}
+
+export function Timeline({ fleet, events, history, now }: Props) {
+  const all = spans(events, history, now);
+  if (all.length === 0) return <p class="muted">No events yet.</p>;
+  const start = Math.min(...all.map((s) => s.created));
+  const end = Math.max(now, ...all.map((s) => s.end));
+  const width = Math.max(end - start, 1000);
+  const x = (t: number) => ((t - start) / width) * 100;
+  const stepMs = 1000 * (STEPS_S.find((s) => (width / 1000) / s <= 6) ?? STEPS_S[STEPS_S.length - 1]!);
+  const ticks: number[] = [];
+  for (let t = Math.ceil(start / stepMs) * stepMs; t <= end; t += stepMs) ticks.push(t);
+  const rows = rowOrder(fleet, new Set(all.map((s) => s.vm)));
+
+  return (
+    // Focusable so a keyboard can scroll it sideways; the bars themselves are read, not tabbed through.
+    <div class="timeline" role="group" tabIndex={0} aria-label={`Events from ${fullTime(start)} to ${fullTime(end)}`}>
+      <div class="tl-row tl-axis" aria-hidden="true">
+        <div class="tl-label" />
+        <div class="tl-track">
+          {ticks.map((t) => (
+            <span key={t} class="tick" style={{ left: `${x(t)}%` }}>
+              {clockTime(t)}
+            </span>
+          ))}
+        </div>
+      </div>
+      {rows.map((row) => (
+        <div class="tl-row" key={row.vm} data-timeline-vm={row.vm}>
+          <div class="tl-label">{row.label}</div>
+          <div class="tl-track">
+            {all
+              .filter((s) => s.vm === row.vm)
+              .map((s) => {
+                const label =
+                  `${s.type} on ${s.vm}: created ${clockTime(s.created)}` +
+                  (s.started !== null ? `, started ${clockTime(s.started)}` : '') +
+                  (s.outcome === 'completed' || s.outcome === 'cancelled' ? `, ${s.outcome} ${clockTime(s.end)}` : `, ${s.outcome}`);
+                return (
+                  <div
+                    key={s.id}
+                    class={`bar type-${s.type.toLowerCase()} outcome-${s.outcome}`}
+                    style={{ left: `${x(s.created)}%`, width: `${Math.max(x(s.end) - x(s.created), 0.4)}%` }}
+                    data-event={s.id}
+                    data-start={s.created}
+                    data-end={s.end}
+                    role="img"
+                    aria-label={label}
+                    title={label}
+                  >
+                    {s.started !== null && (
+                      <span
+                        class="started"
+                        style={{ left: `${((s.started - s.created) / Math.max(s.end - s.created, 1)) * 100}%`, right: '0' }}
+                      />
+                    )}
+                    <span class="bar-text">{s.type}</span>
+                  </div>
+                );
+              })}
+          </div>
+        </div>
+      ))}
+      <div class="tl-row tl-now" aria-hidden="true">
+        <div class="tl-label" />
+        <div class="tl-track">
+          {/* Near the right edge the label sits left of the mark, so it is not cut off. */}
+          <span class={`now-mark${x(now) > 90 ? ' at-end' : ''}`} style={{ left: `${x(now)}%` }}>
+            now
+          </span>
+        </div>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,239 @@
+// The dashboard in real headless Chromium, against a real emulator: what a tester would click and see.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { Emulator } from '../../src/emulator/emulator.js';
+import type { VmSpec } from '../../src/emulator/engine/fleet.js';
+import { accessibilityViolations, chromiumUnavailable, launchChromium, screenshot } from '../support/browser.js';
+
+const FLEET: VmSpec[] = [
+  { name: 'web0', tenant: 'web', tenantKind: 'availabilitySet', faultDomainCount: 3, faultDomain: 0, host: 'h1' },
+  { name: 'web1', tenant: 'web', faultDomain: 1, host: 'h2' },
+  { name: 'web2', tenant: 'web', faultDomain: 2, host: 'h3' },
+  { name: 'db0', tenant: 'db', tenantKind: 'availabilitySet', faultDomainCount: 2, faultDomain: 0, host: 'h1' },
+  { name: 'db1', tenant: 'db', faultDomain: 1, host: 'h2' },
+];
+
+const LOOPBACK = { imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } };
+const UI_TIMEOUT_MS = 10_000;
+
+let browser: Browser | undefined;
+let skipReason: string | undefined;
+
+before(async () => {
+  skipReason = chromiumUnavailable();
+  if (skipReason) {
+    // CI installs Chromium and insists that these tests run.
+    if (process.env.FOREWARN_REQUIRE_CHROMIUM === '1') throw new Error(`FOREWARN_REQUIRE_CHROMIUM=1 but ${skipReason}`);
+    return;
+  }
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+/** A page that records every request, so a test can check that nothing left the emulator. */
+async function openPage(url: string, options: { width?: number } = {}): Promise<{ context: BrowserContext; page: Page; requests: string[]; errors: string[] }> {
+  // bypassCSP only lets the test inject axe-core; the page's own policy is checked separately.
+  const context = await browser!.newContext({ viewport: { width: options.width ?? 1440, height: 1000 }, bypassCSP: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(UI_TIMEOUT_MS);
+  const requests: string[] = [];
+  const errors: string[] = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(url);
+  return { context, page, requests, errors };
+}
+
+const eventRow = (page: Page, type: string) => page.locator(`tr[data-type="${type}"]`);
+const linkIs = (page: Page, state: string) => page.locator(`[data-link="${state}"]`).waitFor();
+
+describe('the dashboard', () => {
+  test('a user restart from trigger to removal, then a rolling host update one fault domain at a time', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
+    const { controlUrl } = await emulator.listen(LOOPBACK);
+    const { context, page, requests, errors } = await openPage(`${controlUrl}/`);
+    try {
+      // 1. The page loads and goes live over the stream.
+      await linkIs(page, 'live');
+      await page.locator('[data-vm="web0"][data-state="running"]').waitFor();
+      assert.match((await page.locator('[data-tenant="web"]').innerText()), /availabilitySet, 3 fault domains/);
+      assert.match(await page.locator('[data-host="h1"]').innerText(), /shared by web, db/);
+
+      // 2. Trigger a user restart on web0, by keyboard: tick the VM, then the Trigger button.
+      await page.getByRole('checkbox', { name: 'web0' }).focus();
+      await page.keyboard.press('Space');
+      await page.getByRole('combobox', { name: 'Operation' }).selectOption('restart');
+      await page.getByRole('button', { name: 'Trigger' }).focus();
+      await page.keyboard.press('Enter');
+
+      // 3. The event shows as Scheduled, with a countdown to NotBefore (15 minutes for a restart).
+      const row = eventRow(page, 'Reboot');
+      await row.and(page.locator('[data-status="Scheduled"]')).waitFor();
+      assert.match(await row.locator('.countdown').innerText(), /^1[45]m \d\ds$/);
+      assert.match(await row.innerText(), /User/);
+      assert.match(await row.innerText(), /web0/);
+      assert.match(await row.innerText(), /unknown/, 'DurationInSeconds -1 reads as unknown');
+      assert.match(await row.locator('td[data-label="Approved by"]').innerText(), /nobody/);
+      // The document web0 would get from IMDS, raw.
+      const doc = JSON.parse(await page.locator('pre.raw[data-document-vm="web0"]').innerText()) as { Events: { EventType: string }[] };
+      assert.deepEqual(doc.Events.map((e) => e.EventType), ['Reboot']);
+      await screenshot(page, 'scheduled');
+
+      // 4. Approve on behalf of web0: the event Starts and the VM is rebooting.
+      await row.getByRole('combobox', { name: 'Approve as' }).selectOption('web0');
+      await row.getByRole('button', { name: 'Approve' }).click();
+      await row.and(page.locator('[data-status="Started"]')).waitFor();
+      assert.match(await row.locator('td[data-label="Approved by"]').innerText(), /web0/);
+      assert.match(await row.locator('td[data-label="Status"]').innerText(), /by approval/);
+      await page.locator('[data-vm="web0"][data-state="rebooting"]').waitFor();
+      await screenshot(page, 'started');
+
+      // 5. Advance the manual clock an hour: the restart is over and leaves the live rows.
+      await page.getByRole('button', { name: 'Advance the clock 1 h' }).click();
+      await page.locator('[data-empty="events"]').waitFor();
+      await page.locator('[data-vm="web0"][data-state="running"]').waitFor();
+      await page.locator('.timeline .bar.type-reboot.outcome-completed').waitFor();
+
+      // 6. The rolling host update scenario: its fault domains follow one another on the timeline.
+      await page.getByRole('combobox', { name: 'Scenario' }).selectOption('rolling-host-update');
+      await page.getByRole('button', { name: 'Run scenario' }).click();
+      await page.locator('[data-scenario-status="passed"]').waitFor();
+      const bars = [];
+      for (const vm of ['web0', 'web1', 'web2']) {
+        const bar = page.locator(`[data-timeline-vm="${vm}"] .bar.type-freeze.outcome-completed`);
+        await bar.waitFor();
+        assert.equal(await bar.count(), 1, `one Freeze for ${vm}`);
+        bars.push({ vm, start: Number(await bar.getAttribute('data-start')), end: Number(await bar.getAttribute('data-end')) });
+      }
+      for (let i = 1; i < bars.length; i++) {
+        assert.ok(bars[i]!.start >= bars[i - 1]!.end, `FD ${i} (${bars[i]!.vm}) starts after FD ${i - 1} ends: ${JSON.stringify(bars)}`);
+      }
+      assert.match(await page.locator('[data-timeline-vm="web1"] .tl-label').innerText(), /FD 1/);
+      await page.locator('#timeline').scrollIntoViewIfNeeded();
+      await screenshot(page, 'rolling-update');
+
+      // The page fetched nothing but its own emulator, and threw nothing.
+      const foreign = requests.filter((u) => !u.startsWith(`${controlUrl}/`) && !u.startsWith('data:'));
+      assert.deepEqual(foreign, []);
+      assert.deepEqual(errors, []);
+
+      // WCAG 2 A and AA, as axe-core checks them.
+      const violations = await accessibilityViolations(page);
+      assert.deepEqual(violations, [], JSON.stringify(violations, null, 2));
+    } finally {
+      await context.close();
+      await emulator.close();
+    }
+  });
+
+  test('at a phone width every part is reachable and events read as cards', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
+    const { controlUrl } = await emulator.listen(LOOPBACK);
+    await fetch(`${controlUrl}/v1/operations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ type: 'freeze', host: 'h1' }),
+    });
+    const { context, page } = await openPage(`${controlUrl}/`, { width: 390 });
+    try {
+      await linkIs(page, 'live');
+      const rows = page.locator('tr[data-type="Freeze"]');
+      await rows.first().waitFor();
+      assert.equal(await rows.count(), 2, 'a shared host gives each tenant its own event');
+      // Nothing is wider than the screen: no sideways scrolling of the page itself.
+      const overflow = await page.evaluate(() => {
+        const doc = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document;
+        return doc.documentElement.scrollWidth - doc.documentElement.clientWidth;
+      });
+      assert.ok(overflow <= 0, `the page is ${overflow}px wider than a 390px screen`);
+      // Who has approved a shared job: both tenants are waiting.
+      assert.match(await rows.first().locator('td[data-label="Approved by"]').innerText(), /web: waiting[\s\S]*db: waiting/);
+      await screenshot(page, 'narrow');
+      const violations = await accessibilityViolations(page);
+      assert.deepEqual(violations, [], JSON.stringify(violations, null, 2));
+    } finally {
+      await context.close();
+      await emulator.close();
+    }
+  });
+
+  test('keeps working when the emulator restarts', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const dir = mkdtempSync(join(tmpdir(), 'forewarn-dashboard-'));
+    const statePath = join(dir, 'state.json');
+    let emulator = await Emulator.create({ fleet: FLEET, clock: 'manual', statePath });
+    const { controlUrl } = await emulator.listen(LOOPBACK);
+    const port = Number(new URL(controlUrl).port);
+    const { context, page, errors } = await openPage(`${controlUrl}/`);
+    try {
+      await linkIs(page, 'live');
+      await page.getByRole('checkbox', { name: 'db1' }).check();
+      await page.getByRole('combobox', { name: 'Operation' }).selectOption('redeploy');
+      await page.getByRole('button', { name: 'Trigger' }).click();
+      await eventRow(page, 'Redeploy').waitFor();
+
+      // The emulator stops: the page says so and keeps trying.
+      await emulator.close();
+      await linkIs(page, 'reconnecting');
+
+      // It comes back on the same address with its saved state: the page reconnects by itself.
+      emulator = await Emulator.create({ clock: 'manual', statePath });
+      await emulator.listen({ imds: LOOPBACK.imds, control: { host: '127.0.0.1', port } });
+      await linkIs(page, 'live');
+      const row = eventRow(page, 'Redeploy');
+      await row.and(page.locator('[data-status="Scheduled"]')).waitFor();
+
+      // And it still drives the emulator: approve as db1, then complete it now.
+      await row.getByRole('button', { name: 'Approve' }).click();
+      await row.and(page.locator('[data-status="Started"]')).waitFor();
+      await page.locator('[data-vm="db1"][data-state="redeploying"]').waitFor();
+      await row.getByRole('button', { name: 'Complete now' }).click();
+      await page.locator('[data-empty="events"]').waitFor();
+      const history = (await (await fetch(`${controlUrl}/v1/history`)).json()) as { events: { type: string; outcome: string }[] };
+      assert.deepEqual(history.events.map((e) => [e.type, e.outcome]), [['Redeploy', 'completed']]);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+      await emulator.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('with a bearer token the page asks for it, refuses a wrong one, and works with the right one', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const token = 'dashboard-secret';
+    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual', token });
+    const { controlUrl } = await emulator.listen(LOOPBACK);
+    const { context, page, requests } = await openPage(`${controlUrl}/`);
+    try {
+      const input = page.getByLabel('Bearer token');
+      await input.waitFor();
+      assert.equal(await page.locator('[data-vm]').count(), 0, 'nothing is shown without the token');
+      await input.fill('wrong');
+      await page.getByRole('button', { name: 'Connect' }).click();
+      await page.getByText('refused the token').waitFor();
+      await page.getByLabel('Bearer token').fill(token);
+      await page.getByRole('button', { name: 'Connect' }).click();
+      await linkIs(page, 'live');
+      await page.locator('[data-vm="web0"]').waitFor();
+      // The token travels in a header, never in a URL.
+      assert.ok(requests.every((u) => !u.includes(token)), 'no request URL carries the token');
+      // A reload keeps it for the tab.
+      await page.reload();
+      await linkIs(page, 'live');
+      await page.locator('[data-vm="web0"]').waitFor();
+    } finally {
+      await context.close();
+      await emulator.close();
+    }
+  });
+});
