@@ -134,6 +134,82 @@ describe('the dashboard', () => {
     }
   });
 
+  test('drives the rest of the control API: host and tenant targets, cancel, faults, api-versions, reset', async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
+    const { controlUrl, imdsUrl } = await emulator.listen(LOOPBACK);
+    const { context, page, errors } = await openPage(`${controlUrl}/`);
+    try {
+      await linkIs(page, 'live');
+      const form = page.getByRole('form', { name: 'Trigger an operation' });
+
+      // A freeze on host h1, which web and db share: one event per tenant, one job.
+      await form.getByRole('combobox', { name: 'Operation' }).selectOption('freeze');
+      await form.getByRole('radio', { name: 'A host' }).check();
+      await form.getByRole('combobox', { name: 'Host' }).selectOption('h1');
+      await form.getByRole('button', { name: 'Trigger' }).click();
+      const freezes = page.locator('tr[data-type="Freeze"]');
+      await freezes.nth(1).waitFor();
+      assert.equal(await freezes.count(), 2);
+      assert.deepEqual((await freezes.locator('td[data-label="Resources"]').allInnerTexts()).sort(), ['db0', 'web0']);
+
+      // web approves its share: the job waits for db.
+      const webRow = freezes.filter({ has: page.locator('td[data-label="Resources"]', { hasText: 'web0' }) });
+      await webRow.getByRole('button', { name: 'Approve' }).click();
+      await webRow.locator('.job', { hasText: 'web: approved' }).waitFor();
+      assert.match(await webRow.locator('.job').innerText(), /db: waiting/);
+      assert.equal(await webRow.getAttribute('data-status'), 'Scheduled');
+
+      // Cancelling one event cancels the whole job.
+      await webRow.getByRole('button', { name: 'Cancel' }).click();
+      await page.locator('[data-empty="events"]').waitFor();
+      assert.equal(await page.locator('.timeline .bar.type-freeze.outcome-cancelled').count(), 2);
+
+      // A host update on tenant web rolls by fault domain: the page shows its progress.
+      await form.getByRole('combobox', { name: 'Operation' }).selectOption('host-update');
+      await form.getByRole('radio', { name: 'A tenant' }).check();
+      await form.getByRole('combobox', { name: 'Tenant' }).selectOption('web');
+      await form.getByRole('button', { name: 'Trigger' }).click();
+      await page.locator('.rolling', { hasText: 'Host update of web: 0/3 fault domains done, FD 0 scheduled' }).waitFor();
+
+      // The raw document at an older api-version: 2017-08-01 has no Description or EventSource.
+      const docForm = page.locator('#document');
+      await docForm.getByRole('combobox', { name: 'VM' }).selectOption('web1');
+      await docForm.getByRole('combobox', { name: 'api-version' }).selectOption('2017-08-01');
+      const raw = page.locator('pre.raw[data-document-vm="web1"]');
+      await raw.filter({ hasNotText: 'Description' }).filter({ hasText: 'Freeze' }).waitFor();
+      const old = JSON.parse(await raw.innerText()) as { Events: Record<string, unknown>[] };
+      assert.deepEqual(Object.keys(old.Events[0]!).sort(), ['EventId', 'EventStatus', 'EventType', 'NotBefore', 'ResourceType', 'Resources']);
+
+      // A fault for web1: listed, then used up by web1's own IMDS request, live.
+      const faultForm = page.getByRole('form', { name: 'Inject a fault' });
+      await faultForm.getByRole('combobox', { name: 'VM' }).selectOption('web1');
+      await faultForm.getByRole('combobox', { name: 'Answer with' }).selectOption('500');
+      await faultForm.getByRole('button', { name: 'Inject' }).click();
+      const faults = page.getByRole('list', { name: 'Pending faults' });
+      await faults.getByText('web1: 500 · 1 left').waitFor();
+      const res = await fetch(`${imdsUrl}/vms/web1/metadata/scheduledevents?api-version=2020-07-01`, { headers: { Metadata: 'true' } });
+      assert.equal(res.status, 500);
+      await faults.waitFor({ state: 'detached' });
+
+      // Errors from the emulator show as they are, naming the problem.
+      await form.getByRole('combobox', { name: 'Operation' }).selectOption('spot-eviction');
+      await form.getByRole('radio', { name: 'A tenant' }).check();
+      await form.getByRole('combobox', { name: 'Tenant' }).selectOption('db');
+      await form.getByRole('button', { name: 'Trigger' }).click();
+      await page.getByRole('alert').filter({ hasText: "spot-eviction applies only to Spot VMs; 'db0' is Regular" }).waitFor();
+
+      // Reset: back to the start fleet, with no events and no history.
+      await page.getByRole('button', { name: 'Reset to the start fleet' }).click();
+      await page.locator('[data-empty="events"]').waitFor();
+      await page.locator('.timeline .bar').first().waitFor({ state: 'detached' });
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+      await emulator.close();
+    }
+  });
+
   test('at a phone width every part is reachable and events read as cards', async (t) => {
     if (skipReason) return t.skip(skipReason);
     const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
