@@ -163,8 +163,9 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
   const lines = [
     `forewarn emulator: ${vms.length} VM${vms.length === 1 ? '' : 's'} (${summarize(vms)}), ` +
       `clock ${options.clock}, timing x${options.timingFactor}${emulator.restoredFrom ? `, state from ${emulator.restoredFrom}` : ''}`,
-    `IMDS:    ${urls.imdsUrl}`,
-    `Control: ${urls.controlUrl}`,
+    `IMDS:      ${urls.imdsUrl}`,
+    `Control:   ${urls.controlUrl}`,
+    `Dashboard: ${urls.controlUrl}/  (open it in a browser)`,
   ];
   if (options.activation.mode === 'realistic') lines.push(activationLine(options));
   const vm = vms[0];
