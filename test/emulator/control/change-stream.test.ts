@@ -11,6 +11,7 @@ import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { caller, type Call } from '../../support/control.js';
 import { openSse, type SseMessage, type SseReader } from '../../support/sse.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');
@@ -36,8 +37,7 @@ interface Harness {
   mutationListeners: () => number;
   /** Engine mutations so far. */
   mutations: () => number;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  call(method: string, path: string, body?: unknown): Promise<{ status: number; headers: Headers; json: any }>;
+  call: Call;
   /** Opens a stream, reads its hello, and closes it when the test ends. */
   stream(query?: string): Promise<{ sse: SseReader; abort: () => void }>;
 }
@@ -67,14 +67,7 @@ async function start(t: TestContext, clock: Clock = new ManualClock(T0), factor 
     base,
     mutationListeners: () => listeners,
     mutations: () => mutations,
-    async call(method, path, body) {
-      const res = await fetch(base + path, {
-        method,
-        ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
-      });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, json: text === '' ? undefined : JSON.parse(text) };
-    },
+    call: caller(base),
     async stream(query = '?include=changes') {
       const opened = await openSse(`${base}/v1/stream${query}`);
       t.after(opened.abort);

@@ -15,6 +15,7 @@ import { Engine } from '../../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { caller, type Call } from '../../support/control.js';
 import { openSse } from '../../support/sse.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');
@@ -32,20 +33,12 @@ const FLEET: VmSpec[] = [
   { name: 'spot0', priority: 'Spot' },
 ];
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
-}
-
 interface Harness {
   app: FastifyInstance;
   engine: Engine;
   clock: ManualClock;
   base: string;
-  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
+  call: Call;
 }
 
 /** Closed when the file is done: a suite's before() starts one for all its tests. */
@@ -64,22 +57,7 @@ async function start(options: { token?: string; dashboardDir?: string } = {}): P
   await app.listen({ host: '127.0.0.1', port: 0 });
   servers.push(app);
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(base + path, {
-      method,
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
-  };
-  return { app, engine, clock, base, call };
+  return { app, engine, clock, base, call: caller(base) };
 }
 
 const tempRoot = mkdtempSync(join(tmpdir(), 'forewarn-dashboard-'));

@@ -9,6 +9,7 @@ import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
 import { renderDocument, serializeDocument } from '../../../src/protocol/render.js';
+import { caller, type Answer, type Call } from '../../support/control.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');
 const MIN = 60_000;
@@ -23,21 +24,13 @@ const FLEET: VmSpec[] = [
   { name: 'spot0', priority: 'Spot' },
 ];
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  text: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  json: any;
-}
-
 interface Harness {
   app: FastifyInstance;
   engine: Engine;
   clock: Clock;
   faults: FaultRegistry;
   rateLimiter: RateLimiter;
-  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
+  call: Call;
 }
 
 async function start(clock: Clock = new ManualClock(T0), fleet: VmSpec[] = FLEET): Promise<Harness> {
@@ -47,23 +40,7 @@ async function start(clock: Clock = new ManualClock(T0), fleet: VmSpec[] = FLEET
   const app = buildControlServer({ engine, clock, faults, rateLimiter });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const init: RequestInit = { method, headers: { ...headers } };
-    if (body !== undefined) {
-      init.body = typeof body === 'string' ? body : JSON.stringify(body);
-      init.headers = { 'content-type': 'application/json', ...headers };
-    }
-    const res = await fetch(base + path, init);
-    const text = await res.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
-  };
-  return { app, engine, clock, faults, rateLimiter, call };
+  return { app, engine, clock, faults, rateLimiter, call: caller(base) };
 }
 
 /** Asserts an error answer: the status, the {error} shape, and that the message says what is wrong. */
