@@ -13,7 +13,7 @@ export interface LiveHandlers {
   onChanged(topics: readonly StreamTopic[], now: string): void;
   /** A VM's document changed; `incarnation` is absent when the VM was removed. */
   onDocument(vm: string, incarnation: number | undefined): void;
-  onState(state: LinkState, detail?: string): void;
+  onState(state: LinkState): void;
 }
 
 /** Waits after a failed connection: quick at first, then no more often than every 5 s. */
@@ -52,13 +52,13 @@ export async function keepLive(api: ControlApi, handlers: LiveHandlers, signal: 
         }
       }
       // The emulator closed the stream (it stopped): go round again.
-    } catch (err) {
+    } catch {
+      // Unreachable, or the stream broke off: the same as a close.
       if (signal.aborted) return;
-      handlers.onState('reconnecting', err instanceof Error ? err.message : String(err));
     }
+    handlers.onState('reconnecting');
     const delay = RETRY_DELAYS_MS[Math.min(failures, RETRY_DELAYS_MS.length - 1)]!;
     failures += 1;
-    handlers.onState('reconnecting');
     await sleep(delay, signal);
   }
 }

@@ -55,7 +55,6 @@ export interface Dashboard {
   api: ControlApi;
   model: Model;
   link: LinkState;
-  linkDetail: string | undefined;
   /** Set when a load failed for a reason other than the link. */
   loadError: string | null;
   /** Bumped whenever a VM's document changes, so the document view reloads. */
@@ -70,7 +69,6 @@ export function useDashboard(): Dashboard {
   const api = useMemo(() => new ControlApi(), []);
   const [model, setModel] = useState<Model>(EMPTY);
   const [link, setLink] = useState<LinkState>('connecting');
-  const [linkDetail, setLinkDetail] = useState<string | undefined>(undefined);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [documentVersion, setDocumentVersion] = useState(0);
   const [scenarioVersion, setScenarioVersion] = useState(0);
@@ -139,9 +137,8 @@ export function useDashboard(): Dashboard {
           if (topics.includes('scenarios')) setScenarioVersion((v) => v + 1);
         },
         onDocument: () => setDocumentVersion((v) => v + 1),
-        onState: (state, detail) => {
+        onState: (state) => {
           setLink(state);
-          setLinkDetail(detail);
           if (state === 'unauthorized') setNeedsToken(true);
         },
       },
@@ -160,7 +157,7 @@ export function useDashboard(): Dashboard {
     [api],
   );
 
-  return { api, model, link, linkDetail, loadError, documentVersion, scenarioVersion, needsToken, submitToken };
+  return { api, model, link, loadError, documentVersion, scenarioVersion, needsToken, submitToken };
 }
 
 /** The emulator's time now: still for the manual clock, running for the system clock. */

@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { TargetedSubmitEvent } from 'preact';
 import { useApi } from '../context.js';
+import { Picker, usePick } from './Picker.js';
 import type { AdvanceBody, FaultBody, FaultResponse, OperationBody } from '../../emulator/control/schemas.js';
 import { HOST_OPERATIONS, OPERATION_TYPES, type OperationType } from '../../emulator/engine/operations.js';
 import type { Fault, FleetResponse, ScenarioInfo, ScenarioRun } from '../api.js';
@@ -28,8 +29,6 @@ export function OperationForm({ fleet, selected, now, run, busy }: {
 }) {
   const [type, setType] = useState<OperationType>('restart');
   const [target, setTarget] = useState<Target>('vms');
-  const [host, setHost] = useState('');
-  const [tenant, setTenant] = useState('');
   const [noticeMinutes, setNoticeMinutes] = useState('');
   const [durationSeconds, setDurationSeconds] = useState('');
   const [description, setDescription] = useState('');
@@ -40,8 +39,8 @@ export function OperationForm({ fleet, selected, now, run, busy }: {
   const chosenTarget = allowed.includes(target) ? target : allowed[0]!;
   const hosts = fleet?.hosts.map((h) => h.name) ?? [];
   const tenants = fleet?.tenants.map((t) => t.name) ?? [];
-  const chosenHost = hosts.includes(host) ? host : (hosts[0] ?? '');
-  const chosenTenant = tenants.includes(tenant) ? tenant : (tenants[0] ?? '');
+  const [chosenHost, setHost] = usePick(hosts);
+  const [chosenTenant, setTenant] = usePick(tenants);
   const selection = [...selected].filter((name) => fleet?.vms.some((v) => v.name === name));
 
   const submit = (ev: TargetedSubmitEvent<HTMLFormElement>) => {
@@ -83,26 +82,8 @@ export function OperationForm({ fleet, selected, now, run, busy }: {
           {selection.length === 0 ? 'Tick VMs in the fleet to target them.' : `Targets ${selection.join(', ')}`}
         </p>
       )}
-      {chosenTarget === 'host' && (
-        <label>
-          Host{' '}
-          <select value={chosenHost} onChange={(e) => setHost(e.currentTarget.value)}>
-            {hosts.map((h) => (
-              <option key={h}>{h}</option>
-            ))}
-          </select>
-        </label>
-      )}
-      {chosenTarget === 'tenant' && (
-        <label>
-          Tenant{' '}
-          <select value={chosenTenant} onChange={(e) => setTenant(e.currentTarget.value)}>
-            {tenants.map((t) => (
-              <option key={t}>{t}</option>
-            ))}
-          </select>
-        </label>
-      )}
+      {chosenTarget === 'host' && <Picker label="Host" value={chosenHost} options={hosts} onPick={setHost} />}
+      {chosenTarget === 'tenant' && <Picker label="Tenant" value={chosenTenant} options={tenants} onPick={setTenant} />}
       <details>
         <summary>More options</summary>
         <label>
@@ -209,11 +190,10 @@ export function FaultForm({ fleet, faults, run, busy }: { fleet: FleetResponse |
 }
 
 export function ScenarioPanel({ scenarios, version, run, busy }: { scenarios: ScenarioInfo[]; version: number; run: Run; busy: boolean }) {
-  const [name, setName] = useState('');
+  const [chosen, setName] = usePick(scenarios.map((s) => s.name));
   const [runId, setRunId] = useState<string | null>(null);
   const [report, setReport] = useState<ScenarioRun | null>(null);
   const api = useApi();
-  const chosen = scenarios.some((s) => s.name === name) ? name : (scenarios[0]?.name ?? '');
   const info = scenarios.find((s) => s.name === chosen);
 
   // The stream says when a run starts or ends; only then is its report read again.
@@ -242,14 +222,7 @@ export function ScenarioPanel({ scenarios, version, run, busy }: { scenarios: Sc
   return (
     <div>
       <form class="form" onSubmit={start} aria-label="Run a built-in scenario">
-        <label>
-          Scenario{' '}
-          <select value={chosen} onChange={(e) => setName(e.currentTarget.value)}>
-            {scenarios.map((s) => (
-              <option key={s.name}>{s.name}</option>
-            ))}
-          </select>
-        </label>
+        <Picker label="Scenario" value={chosen} options={scenarios.map((s) => s.name)} onPick={setName} />
         {info && <p class="muted small">{info.description}</p>}
         <p class="muted small">Running a scenario replaces the fleet with its own.</p>
         <button type="submit" disabled={busy || chosen === ''}>

@@ -1,7 +1,8 @@
 // The raw document a chosen VM would get from IMDS at a chosen api-version, byte for byte.
 import { useEffect, useState } from 'preact/hooks';
-import { API_VERSIONS, LATEST_API_VERSION } from '../../protocol/versions.js';
+import { LATEST_API_VERSION, NEWEST_VERSIONS } from '../../protocol/versions.js';
 import type { ControlApi, FleetResponse } from '../api.js';
+import { Picker, usePick } from './Picker.js';
 
 interface Props {
   api: ControlApi;
@@ -12,11 +13,10 @@ interface Props {
 
 export function DocumentView({ api, fleet, version }: Props) {
   const names = fleet?.vms.map((v) => v.name) ?? [];
-  const [vm, setVm] = useState('');
+  const [chosen, setVm] = usePick(names);
   const [apiVersion, setApiVersion] = useState<string>(LATEST_API_VERSION);
   const [text, setText] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
-  const chosen = names.includes(vm) ? vm : (names[0] ?? '');
 
   useEffect(() => {
     if (chosen === '') {
@@ -39,26 +39,8 @@ export function DocumentView({ api, fleet, version }: Props) {
   return (
     <div class="document">
       <div class="row">
-        <label>
-          VM{' '}
-          <select value={chosen} onChange={(e) => setVm(e.currentTarget.value)}>
-            {names.map((n) => (
-              <option key={n} value={n}>
-                {n}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          api-version{' '}
-          <select value={apiVersion} onChange={(e) => setApiVersion(e.currentTarget.value)}>
-            {[...API_VERSIONS].reverse().map((v) => (
-              <option key={v} value={v}>
-                {v}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Picker label="VM" value={chosen} options={names} onPick={setVm} />
+        <Picker label="api-version" value={apiVersion} options={NEWEST_VERSIONS} onPick={setApiVersion} />
       </div>
       {error && (
         <p class="error" role="alert">

@@ -9,7 +9,7 @@ import type { Scenario, ScenarioReport } from '../scenarios/format.js';
 import { builtinScenarioNames, builtinScenarios, loadBuiltinScenario } from '../scenarios/library.js';
 import { ScenarioError, scenarioFromObject } from '../scenarios/load.js';
 import { runScenario } from '../scenarios/runner.js';
-import { ScenarioBody, describeIssues, type ScenarioRun, type StreamTopic } from './schemas.js';
+import { ScenarioBody, describeIssues, type ScenarioRun } from './schemas.js';
 
 /** Finished runs kept for GET; the oldest go first. */
 const MAX_FINISHED_RUNS = 20;
@@ -23,11 +23,8 @@ interface RunEntry extends ScenarioRun {
 
 const fail = (statusCode: number, message: string) => Object.assign(new Error(message), { statusCode });
 
-/**
- * `notify` tells the live stream a run began or ended, and that on the manual clock it moved
- * the clock; the engine and the fault registry report their own changes.
- */
-export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext, notify: (topic: StreamTopic) => void = () => {}): void {
+/** `notify` tells the live stream a run began or ended; the engine, clock and faults report their own changes. */
+export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext, notify: (topic: 'scenarios') => void = () => {}): void {
   const { engine, faults, rateLimiter } = ctx;
   const runs = new Map<string, RunEntry>();
   const json = (entry: RunEntry): ScenarioRun => ({ run: entry.run, status: entry.status, report: entry.report });
@@ -77,10 +74,7 @@ export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext
     keep(runs, entry);
     notify('scenarios');
     if (ctx.clock.mode === 'manual') {
-      const running = runScenario(scenario, { emulator: { engine, faults } });
-      // On the manual clock the run moves the clock through its whole story.
-      notify('clock');
-      finish(await running);
+      finish(await runScenario(scenario, { emulator: { engine, faults } }));
       return reply.code(200).send(json(entry));
     }
     const controller = new AbortController();

@@ -254,10 +254,12 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     });
   }
 
-  // The registry is the one owner of fault changes: IMDS using one up counts as much as the control API adding one.
+  // The registry and the clock report their own changes, whoever made them: IMDS using a fault up, a scenario moving time.
   const offFaults = faults.onChange(() => hub.notify('faults'));
+  const offClock = ctx.clock.onAdvance?.(() => hub.notify('clock'));
   app.addHook('preClose', async () => {
     offFaults();
+    offClock?.();
     hub.closeAll();
   });
 
@@ -401,7 +403,6 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     }
     clock.advance(seconds * 1000);
     engine.tick();
-    hub.notify('clock');
     return clockJson(ctx);
   });
 

@@ -37,7 +37,7 @@ export class StreamHub {
     return this.#closers.size;
   }
 
-  /** Tells `changes` streams about a change the engine does not see (the clock, faults, scenario runs). */
+  /** Tells `changes` streams about a change outside the engine (the clock, faults, scenario runs). */
   notify(topic: StreamTopic): void {
     for (const listener of this.#changeListeners) listener(topic);
   }

@@ -7,6 +7,8 @@ export interface Clock {
   readonly mode: ClockMode;
   /** Current time in epoch milliseconds. */
   now(): number;
+  /** Called after the clock is moved by hand; a clock that runs by itself has none. */
+  onAdvance?(listener: () => void): () => void;
 }
 
 export class SystemClock implements Clock {
@@ -20,6 +22,7 @@ export class SystemClock implements Clock {
 export class ManualClock implements Clock {
   readonly mode = 'manual' as const;
   #now: number;
+  readonly #listeners = new Set<() => void>();
   constructor(start: number = wallClock()) {
     this.#now = start;
   }
@@ -29,12 +32,23 @@ export class ManualClock implements Clock {
   advance(ms: number): number {
     if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`cannot advance the clock by ${ms} ms`);
     this.#now += ms;
+    if (ms > 0) this.#moved();
     return this.#now;
   }
   /** Move forward to an absolute time; time never goes backwards. */
   advanceTo(at: number): number {
-    if (at > this.#now) this.#now = at;
+    if (at > this.#now) {
+      this.#now = at;
+      this.#moved();
+    }
     return this.#now;
+  }
+  onAdvance(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  #moved(): void {
+    for (const listener of this.#listeners) listener();
   }
 }
 

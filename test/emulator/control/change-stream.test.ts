@@ -142,6 +142,17 @@ describe('changed frames', () => {
     );
   });
 
+  test('the clock reports its own moves, whoever makes them; moving to the present is no move', async (t) => {
+    const clock = new ManualClock(T0);
+    const h = await start(t, clock);
+    const { sse } = await h.stream();
+    clock.advanceTo(T0 + 5_000);
+    assert.deepEqual((await sse.settle(QUIET_MS)).map((f) => f.data), [{ now: iso(T0 + 5_000), topics: ['clock'] }]);
+    clock.advanceTo(T0);
+    clock.advance(0);
+    assert.deepEqual(await sse.settle(QUIET_MS), []);
+  });
+
   test('an advance that starts and ends events: clock and engine in one frame, after the documents', async (t) => {
     const h = await start(t);
     await h.call('POST', '/v1/operations', { type: 'freeze', vms: ['solo'] });
