@@ -1,9 +1,12 @@
 // Runs one configured action for an event. Never throws: every failure comes back as a result.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { monotonicMs } from '../emulator/engine/clock.js';
 import { ENV_REF } from './config.js';
+import { execEnvironment } from './exec-env.js';
+import { GATE_SCRIPT, GROUP_GUARD, processStartTime, programProblem } from './process-group.js';
 import type { Action, ActionContext, ActionResult, ExecAction, HttpAction, LogAction } from './types.js';
 
 /** How much of a program's output, or a response body, is kept for the error message. */
@@ -139,24 +142,16 @@ class Tail {
 
 function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
   const payload = eventPayload(ctx);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...action.env,
-    FOREWARN_EVENT_ID: payload.eventId,
-    FOREWARN_EVENT_TYPE: payload.type,
-    FOREWARN_EVENT_STATUS: payload.status,
-    FOREWARN_EVENT_SOURCE: payload.source ?? '',
-    FOREWARN_RESOURCES: payload.resources.join(','),
-    FOREWARN_NOT_BEFORE: payload.notBefore ?? '',
-    FOREWARN_DURATION_SECONDS: String(payload.durationInSeconds),
-    FOREWARN_DESCRIPTION: payload.description,
-    FOREWARN_VM_NAME: payload.vmName,
-    FOREWARN_PHASE: payload.phase,
-    FOREWARN_IDEMPOTENCY_KEY: payload.idempotencyKey,
-  };
+  const env = execEnvironment(action, payload);
   const [program, ...args] = action.argv;
-  // POSIX: the program leads a process group, so a timeout also stops whatever it started.
-  const group = process.platform !== 'win32';
+  // POSIX: the program leads a process group, so a timeout also stops whatever it started, and
+  // it waits behind a gate until that group is journaled (process-group.ts).
+  const group = GROUP_GUARD;
+  if (group) {
+    // The gate's shell would report these as exit codes; say what spawn would have said.
+    const problem = action.cwd !== null && !existsSync(action.cwd) ? 'ENOENT' : programProblem(program!, action.cwd, env.PATH);
+    if (problem !== null) return Promise.resolve({ ok: false, error: spawnError(Object.assign(new Error(problem), { code: problem }), program!, action.cwd), retry: false });
+  }
 
   return new Promise<Attempt>((resolve) => {
     const stdout = new Tail(OUTPUT_TAIL_BYTES);
@@ -165,15 +160,14 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
     let settled = false;
     let killTimer: NodeJS.Timeout | undefined;
     let exitTimer: NodeJS.Timeout | undefined;
+    let timeout: NodeJS.Timeout | undefined;
+    /** Why the gate was never opened, or null. */
+    let notReleased: string | null = null;
 
-    const child = spawn(program!, args, {
-      shell: false,
-      cwd: action.cwd ?? undefined,
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: group,
-      windowsHide: true,
-    });
+    const options = { shell: false, cwd: action.cwd ?? undefined, env, detached: group, windowsHide: true } as const;
+    const child = group
+      ? spawn('/bin/sh', ['-c', GATE_SCRIPT, program!, ...args], { ...options, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] })
+      : spawn(program!, args, { ...options, stdio: ['pipe', 'pipe', 'pipe'] });
 
     const finish = (attempt: Attempt) => {
       if (settled) return;
@@ -200,9 +194,31 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
       killTimer.unref();
     };
     const onAbort = () => kill('aborted');
-    const timeout = setTimeout(() => kill(`timed out after ${action.timeoutSeconds} s`), action.timeoutSeconds * 1000);
+    // The timeout counts from the moment the program may run, not from the wait for the journal.
+    const startTimeout = () => {
+      timeout = setTimeout(() => kill(`timed out after ${action.timeoutSeconds} s`), action.timeoutSeconds * 1000);
+    };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     if (ctx.signal.aborted) onAbort();
+    if (group && child.pid !== undefined) {
+      const gate = child.stdio[3] as Writable;
+      gate.on('error', () => {});
+      const pgid = child.pid;
+      const recorded = ctx.recordProcess?.({ pgid, startTime: processStartTime(pgid) }) ?? Promise.resolve();
+      recorded.then(
+        () => {
+          if (settled || killedFor !== null) return gate.destroy();
+          startTimeout();
+          gate.end('go\n');
+        },
+        (err: Error) => {
+          notReleased = err.message;
+          gate.destroy();
+        },
+      );
+    } else {
+      startTimeout();
+    }
 
     child.stdout.on('data', (c: Buffer) => stdout.push(c));
     child.stderr.on('data', (c: Buffer) => stderr.push(c));
@@ -215,7 +231,9 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
       finish({ ok: false, error: spawnError(err, program!, action.cwd), retry: err.code !== 'ENOENT' && err.code !== 'EACCES' });
     });
     const onEnd = (code: number | null, sig: NodeJS.Signals | null) => {
-      if (killedFor !== null) {
+      if (notReleased !== null) {
+        finish({ ok: false, error: `not run: ${notReleased}`, retry: false });
+      } else if (killedFor !== null) {
         finish({ ok: false, error: withOutput(killedFor, stdout, stderr), retry: killedFor !== 'aborted' });
       } else if (code === 0) {
         finish({ ok: true, error: null, retry: false });
@@ -267,7 +285,8 @@ class MissingVariable extends Error {}
 
 async function runHttp(action: HttpAction, ctx: ActionContext): Promise<Attempt> {
   let url: URL;
-  const headers: Record<string, string> = {};
+  // Null prototype: a header named __proto__ is a key like any other.
+  const headers = Object.create(null) as Record<string, string>;
   try {
     url = new URL(resolveEnvRefs(action.url, 'url'));
     for (const [name, value] of Object.entries(action.headers)) headers[name] = resolveEnvRefs(value, `header ${name}`);

@@ -14,12 +14,13 @@ import {
 } from '../client/index.js';
 import { sleep as abortableSleep } from '../client/retry.js';
 import { wallClock } from '../emulator/engine/clock.js';
-import { runAction as defaultRunAction } from './actions.js';
+import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
 import { resolveVmName } from './identity.js';
 import { Journal } from './journal.js';
 import { decideApproval, shouldResend, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
 import { AgentMetrics } from './metrics.js';
+import { groupAlive, settleGroup } from './process-group.js';
 import { matchRule } from './rules.js';
 import { startStatusServer, type StatusServer } from './server.js';
 import type { Action, ActionContext, ActionRecord, ActionResult, AgentConfig, JournalEntry, Phase, Rule } from './types.js';
@@ -107,12 +108,42 @@ interface Tracked {
   ended: AbortController;
   queue: Promise<void>;
   log: Logger;
+  /** Prepared while the journal could not be written (policy prepare-before-notbefore): never approved by this run. */
+  unjournaled: boolean;
 }
+
+/** Where an event waits for the journal, for /readyz and the logs. */
+interface Held {
+  eventId: string;
+  step: string;
+  since: number;
+  loggedAt: number;
+  log: Logger;
+}
+
+/** How a wait for the journal ended: on disk, given up for unjournaled preparation, or the agent/event stopped. */
+type Durable = 'written' | 'unjournaled' | 'stopped';
 
 /** A failed approval is tried again while the event stays Scheduled, backing off up to this. */
 const APPROVAL_RETRY_MAX_MS = 30_000;
 /** Same for learning this VM's name at start-up. */
 const IDENTITY_RETRY_MAX_MS = 30_000;
+/** A failed journal write is retried after this, doubling up to the max: a freed disk is noticed within seconds. */
+const JOURNAL_RETRY_BASE_MS = 250;
+const JOURNAL_RETRY_MAX_MS = 5_000;
+/** A held event is logged when it is held, then at most this often while it stays held. */
+const HELD_LOG_EVERY_MS = 30_000;
+/** How often a held step re-checks its NotBefore (which may move, or the event Start). */
+const HELD_RECHECK_MS = 1_000;
+
+/**
+ * Errors a journal write gets over once space returns (EIO: the atomic writer's short write on a
+ * full disk); others at start-up mean a wrong path or permissions, and stop the agent.
+ */
+function isSpaceError(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException).code;
+  return code === 'ENOSPC' || code === 'EDQUOT' || code === 'EIO';
+}
 
 export class Agent {
   readonly config: AgentConfig;
@@ -138,6 +169,12 @@ export class Agent {
   readonly #tracked = new Map<string, Tracked>();
   readonly #work = new Set<Promise<void>>();
   #running = 0;
+  /** Steps waiting for the journal, keyed `${event key} ${step}`. */
+  readonly #held = new Map<string, Held>();
+  /** The last journal write error while a change is not on disk; null once it is. */
+  #journalError: Error | null = null;
+  /** Resolves when the journal is written again; exists while the retry loop runs. */
+  #written: { promise: Promise<void>; resolve: () => void } | null = null;
 
   constructor(options: AgentOptions) {
     this.config = options.config;
@@ -162,6 +199,16 @@ export class Agent {
       this.#countsRequests = true;
     }
     this.metrics.health = () => this.#client.health;
+    this.metrics.heldEvents = () => new Set([...this.#held.values()].map((h) => h.eventId)).size;
+  }
+
+  /** Why the agent is not ready apart from IMDS (the journal cannot be written), or null. */
+  notReady(): string | null {
+    if (this.#journalError === null || this.#journal?.pending !== true) return null;
+    const held = [...this.#held.values()].map((h) => `${h.eventId} (${h.step})`);
+    return `the journal ${this.config.journal} cannot be written: ${this.#journalError.message}; ${
+      held.length > 0 ? `events held back: ${held.join(', ')}` : 'no event held back yet'
+    }`;
   }
 
   get client(): ScheduledEventsClient {
@@ -234,10 +281,17 @@ export class Agent {
       path = copy;
     }
     const journal = Journal.open(path, { logger: this.#log, now: this.#now });
-    // Writing once now finds an unwritable path at start-up rather than mid-event.
-    journal.flush();
-    journal.prune();
     this.#journal = journal;
+    // Writing once now finds an unwritable path at start-up rather than mid-event. A full disk is
+    // not a wrong path: start, not ready, and hold events until the journal can be written.
+    try {
+      journal.flush();
+      journal.prune();
+    } catch (err) {
+      if (!isSpaceError(err)) throw err;
+      this.#log.error({ err: (err as Error).message, journal: this.config.journal }, 'the journal cannot be written at start-up; events will be held until it can');
+      this.#writeFailed(err as Error);
+    }
     this.#log.info({ journal: this.config.journal, entries: journal.entries().length, dryRun: this.dryRun }, 'journal open');
   }
 
@@ -252,6 +306,7 @@ export class Agent {
       metrics: this.metrics,
       health: () => this.#client.health,
       readyWithinSeconds: this.config.readyWithinSeconds,
+      notReady: () => this.notReady(),
     });
     this.#log.info({ url: this.#server.url }, 'serving /metrics, /healthz and /readyz');
     this.#onListening?.(this.#server.url);
@@ -349,7 +404,8 @@ export class Agent {
       return;
     }
     tracked.event = event;
-    this.#j.ensure(event, tracked.rule?.name ?? null);
+    // A failed write is retried by the journal loop; nothing waits on this refresh.
+    this.#write(() => this.#j.ensure(event, tracked.rule?.name ?? null));
     if (kind === 'started') {
       this.metrics.eventsSeen.inc({ type: event.type, status: 'Started' });
       tracked.log.info({ status: event.status }, 'the event has Started');
@@ -370,7 +426,8 @@ export class Agent {
     // The rule chosen first keeps the event across restarts, even once a status match no longer holds.
     const byName = existing?.rule != null ? (this.config.rules.find((r) => r.name === existing.rule) ?? null) : null;
     const rule = byName ?? matchRule(this.config.rules, event, this.#vmName);
-    const entry = this.#j.ensure(event, rule?.name ?? existing?.rule ?? null);
+    this.#write(() => this.#j.ensure(event, rule?.name ?? existing?.rule ?? null));
+    const entry = this.#j.get(event.id)!;
     const tracked = this.#track(event, log);
     tracked.rule = rule;
     const resumed = existing !== undefined;
@@ -400,7 +457,7 @@ export class Agent {
     const key = eventKey(event.id);
     let tracked = this.#tracked.get(key);
     if (tracked === undefined) {
-      tracked = { key, event, rule: null, ended: new AbortController(), queue: Promise.resolve(), log };
+      tracked = { key, event, rule: null, ended: new AbortController(), queue: Promise.resolve(), log, unjournaled: false };
       this.#tracked.set(key, tracked);
     }
     return tracked;
@@ -427,6 +484,10 @@ export class Agent {
    */
   async #prepareAndApprove(tracked: Tracked, rule: Rule, entry: JournalEntry): Promise<void> {
     const { log } = tracked;
+    // Nothing is done for an event the journal has not recorded: a restart would not know of it.
+    const seen = await this.#durable(tracked, 'first sight', this.#prepareHold(tracked));
+    if (seen === 'stopped') return;
+    if (seen === 'unjournaled') this.#goUnjournaled(tracked, log);
     const hadPrepared = Object.keys(entry.actions).some((k) => k.startsWith('prepare:')) || entry.approval !== null;
     if (tracked.event.status === 'Started' && !hadPrepared) {
       log.warn({ rule: rule.name }, 'the event arrived already Started (e.g. a hardware failure): running the actions anyway; there is nothing to approve');
@@ -434,6 +495,17 @@ export class Agent {
     const readyAt = this.#now();
     const early = rule.approval === 'immediately' ? this.#approve(tracked, rule, entry, readyAt) : null;
     const ok = await this.#runPhase(tracked, 'prepare', rule.actions);
+    if (tracked.unjournaled) {
+      log.error(
+        { rule: rule.name, prepared: ok },
+        'prepared without a journal record: not approving (an approval the journal cannot record could be sent twice after a restart); the event starts at NotBefore',
+      );
+      if ((await this.#durable(tracked, 'recording the unjournaled preparation')) === 'written') {
+        log.info('the journal now records the preparation that ran unjournaled');
+      }
+      await early;
+      return;
+    }
     if (rule.approval === 'after-actions') {
       if (ok) await this.#approve(tracked, rule, entry, this.#now());
       else if (!tracked.ended.signal.aborted && !this.#stop.signal.aborted) {
@@ -471,7 +543,21 @@ export class Agent {
         if (phase === 'prepare') return false;
         continue;
       }
-      if (step === 'rerun') log.warn('this action was interrupted (the agent stopped while it ran): running it again');
+      if (step === 'rerun') {
+        log.warn('this action was interrupted (the agent stopped while it ran): running it again');
+        if (!(await this.#awaitEarlierCopy(tracked, action, key, log))) return false;
+      }
+      const prepareHold = phase === 'prepare' ? this.#prepareHold(tracked) : {};
+      const unjournaled = (): boolean => phase === 'prepare' && tracked.unjournaled;
+      /** Set when the program was never let run because its process group could not be recorded. */
+      let gateRefused = false;
+      /** Waits for the journal at this step; false when the agent or the event stopped. */
+      const record = async (what: string): Promise<boolean> => {
+        if (unjournaled()) return true;
+        const r = await this.#durable(tracked, `${key} ${what}`, prepareHold);
+        if (r === 'unjournaled') this.#goUnjournaled(tracked, log);
+        return r !== 'stopped';
+      };
       const ctx: ActionContext = {
         event: tracked.event,
         vmName: this.#vmName,
@@ -480,14 +566,24 @@ export class Agent {
         signal: this.#abortActions.signal,
         dryRun: this.dryRun,
         logger: log,
+        // The program runs only once its process group is on disk (or the policy runs it unjournaled).
+        recordProcess: async (group) => {
+          this.#write(() => this.#j.actionProcess(tracked.event.id, key, group));
+          if (!(await record('process group'))) {
+            gateRefused = true;
+            throw new Error('the journal could not record its process group before the agent or the event stopped');
+          }
+        },
       };
       if (this.dryRun) {
         // runAction logs what it would run, and runs nothing.
         await this.#runAction(action, ctx);
         continue;
       }
-      this.#j.actionStarted(tracked.event.id, key);
-      log.info({ actionType: action.type }, 'action started');
+      this.#write(() => this.#j.actionStarted(tracked.event.id, key));
+      if (!(await record('start'))) return false;
+      if (unjournaled()) log.error({ actionType: action.type }, 'action started unjournaled: the journal cannot record it');
+      else log.info({ actionType: action.type }, 'action started');
       this.#running += 1;
       let result: ActionResult;
       try {
@@ -495,13 +591,14 @@ export class Agent {
       } finally {
         this.#running -= 1;
       }
-      if (this.#abortActions.signal.aborted) {
+      if (this.#abortActions.signal.aborted || gateRefused) {
         // Left `running` in the journal on purpose: it runs again at the next start.
-        log.warn('action aborted by shutdown; it will run again at the next start');
+        log.warn(gateRefused ? 'action not run: its process group could not be recorded; it will run again at the next start' : 'action aborted by shutdown; it will run again at the next start');
         return false;
       }
-      this.#j.actionFinished(tracked.event.id, key, result);
+      this.#write(() => this.#j.actionFinished(tracked.event.id, key, result, { unjournaled: unjournaled() }));
       this.metrics.action(phase, action.name, result.ok, result.durationMs);
+      if (!(await record('end'))) return false;
       if (result.ok) {
         log.info({ durationMs: Math.round(result.durationMs), attempts: result.attempts }, 'action succeeded');
       } else {
@@ -513,10 +610,37 @@ export class Agent {
     return ok;
   }
 
+  /**
+   * An exec action recorded `running` whose process group is still alive (the last agent was
+   * killed while it ran): wait for it up to its timeout from its start, then stop the group, so
+   * two copies of one action never run at once. False when the agent stops meanwhile.
+   */
+  async #awaitEarlierCopy(tracked: Tracked, action: Action, key: string, log: Logger): Promise<boolean> {
+    const group = this.#j.get(tracked.event.id)?.actions[key]?.process;
+    if (action.type !== 'exec' || group === undefined || !groupAlive(group)) return true;
+    const deadline = Date.parse(group.startedAt) + action.timeoutSeconds * 1000;
+    log.warn(
+      { pgid: group.pgid, startedAt: group.startedAt, waitUntil: new Date(deadline).toISOString() },
+      'the interrupted action is still running (it outlived the last agent): waiting for it to end before running it again',
+    );
+    const ended = await settleGroup(group, {
+      deadline,
+      graceMs: KILL_GRACE_MS,
+      now: this.#now,
+      sleep: this.#sleep,
+      signal: this.#stop.signal,
+      onStop: (how) => log.warn({ pgid: group.pgid, signal: how }, 'the earlier copy ran past its timeout: stopping its process group'),
+    });
+    if (ended === 'aborted') return false;
+    log.info({ pgid: group.pgid }, 'the earlier copy has ended');
+    return true;
+  }
+
   /** Approves once the margin has passed, if this VM may (leader, self, any, or standby after its wait). */
   async #approve(tracked: Tracked, rule: Rule, entry: JournalEntry, readyAt: number): Promise<void> {
     const { log } = tracked;
     const waits = AbortSignal.any([this.#stop.signal, tracked.ended.signal]);
+    if (tracked.unjournaled) return;
     if (entry.approval !== null) {
       const sentAt = Date.parse(entry.approval.sentAt);
       if (!shouldResend(tracked.event, sentAt, this.#now())) {
@@ -554,6 +678,9 @@ export class Agent {
       log.info({ as }, 'dry run: would approve');
       return;
     }
+    // An approval is sent only while the journal can record it: unrecorded, a restart would send it again.
+    if ((await this.#durable(tracked, 'approval', { signal: waits })) !== 'written') return;
+    if (tracked.unjournaled) return;
     for (let failures = 0; ; ) {
       if (tracked.event.status !== 'Scheduled') {
         log.info({ status: tracked.event.status }, 'not approving: the event is no longer Scheduled');
@@ -561,9 +688,10 @@ export class Agent {
       }
       try {
         await this.#client.approve(tracked.event.id, { signal: waits });
-        this.#j.approved(tracked.event.id, as);
+        this.#write(() => this.#j.approved(tracked.event.id, as));
         this.metrics.approvalsSent.inc({ role: as });
         log.info({ as }, 'approved');
+        await this.#durable(tracked, 'recording the approval');
         return;
       } catch (err) {
         if (waits.aborted) return;
@@ -589,7 +717,8 @@ export class Agent {
       this.#tracked.delete(key);
       return;
     }
-    if (entry.outcome === null) this.#j.ended(entry.eventId, outcome);
+    if (entry.outcome === null) this.#write(() => this.#j.ended(entry.eventId, outcome));
+    if ((await this.#durable(tracked, 'recording the end')) === 'stopped') return;
     const rule = entry.rule === null ? null : (this.config.rules.find((r) => r.name === entry.rule) ?? tracked.rule);
     if (rule === null && entry.rule !== null) {
       tracked.log.warn({ rule: entry.rule }, 'the rule that handled this event is no longer in the config: no recovery actions');
@@ -600,10 +729,136 @@ export class Agent {
     await this.#runPhase(tracked, phase, actions);
     // A stop mid-recovery leaves it unfinished in the journal; the next start completes it.
     if (!this.dryRun && !this.#phaseFinished(entry.eventId, phase, actions.length)) return;
-    this.#j.recovered(entry.eventId);
+    this.#write(() => this.#j.recovered(entry.eventId));
+    if ((await this.#durable(tracked, 'recording the recovery')) === 'stopped') return;
     this.#tracked.delete(key);
-    this.#j.prune();
+    this.#write(() => this.#j.prune());
     tracked.log.info({ outcome }, 'done with this event');
+  }
+
+  /**
+   * Makes one journal change. A write that fails leaves the change in memory (the journal's
+   * `pending`), counts it, and starts the retry loop; the caller then waits in #durable before
+   * doing anything that relies on the change being on disk. Errors other than writes throw.
+   */
+  #write(change: () => unknown): boolean {
+    try {
+      change();
+      if (!this.#j.pending) this.#journalWritten();
+      return true;
+    } catch (err) {
+      if (!this.#j.pending) throw err;
+      this.#writeFailed(err as Error);
+      return false;
+    }
+  }
+
+  #writeFailed(err: Error): void {
+    this.metrics.journalWriteFailures.inc();
+    this.#journalError = err;
+    this.#retrying();
+  }
+
+  /** Starts the retry loop unless it runs; returns what resolves once the journal is written. */
+  #retrying(): Promise<void> {
+    if (this.#written !== null) return this.#written.promise;
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.#written = { promise, resolve };
+    const loop = this.#retryJournal();
+    this.#work.add(loop);
+    void loop.finally(() => this.#work.delete(loop));
+    return promise;
+  }
+
+  /** Rewrites the journal with backoff until it takes, or the agent stops. */
+  async #retryJournal(): Promise<void> {
+    for (let failures = 1; this.#j.pending; failures++) {
+      const delay = Math.min(JOURNAL_RETRY_MAX_MS, JOURNAL_RETRY_BASE_MS * 2 ** (failures - 1));
+      if (!(await this.#wait(delay, this.#stop.signal))) return;
+      if (!this.#j.pending) break;
+      try {
+        this.#j.flush();
+      } catch (err) {
+        this.metrics.journalWriteFailures.inc();
+        this.#journalError = err as Error;
+        const now = this.#now();
+        for (const held of this.#held.values()) {
+          if (now - held.loggedAt < HELD_LOG_EVERY_MS) continue;
+          held.loggedAt = now;
+          held.log.error({ step: held.step, heldForSeconds: Math.round((now - held.since) / 1000), err: (err as Error).message }, 'still held back: the journal cannot be written');
+        }
+      }
+    }
+    this.#journalWritten();
+  }
+
+  /** The journal is on disk again: wake every held step. */
+  #journalWritten(): void {
+    const written = this.#written;
+    if (written === null) return;
+    this.#written = null;
+    this.#journalError = null;
+    this.#log.info({ journal: this.config.journal, heldEvents: this.metrics.heldEvents?.() ?? 0 }, 'the journal can be written again');
+    written.resolve();
+  }
+
+  /**
+   * Waits until every journal change so far is on disk ('written'), holding this event's work at
+   * `step` meanwhile; 'unjournaled' once `unjournaledAt` (the policy's deadline) has come, or
+   * 'stopped' when the agent stops or `signal` aborts.
+   */
+  async #durable(tracked: Tracked, step: string, options: { unjournaledAt?: () => number; signal?: AbortSignal } = {}): Promise<Durable> {
+    if (!this.#j.pending) return 'written';
+    const id = `${tracked.key} ${step}`;
+    const now = this.#now();
+    this.#held.set(id, { eventId: tracked.event.id, step, since: now, loggedAt: now, log: tracked.log });
+    tracked.log.error(
+      { step, err: this.#journalError?.message ?? null, journal: this.config.journal },
+      'the journal cannot be written: this event is held back at this step until it can',
+    );
+    const waits = options.signal ? AbortSignal.any([this.#stop.signal, options.signal]) : this.#stop.signal;
+    try {
+      for (;;) {
+        if (!this.#j.pending) {
+          tracked.log.info({ step, heldForSeconds: Math.round((this.#now() - now) / 1000) }, 'the journal took the write: carrying on');
+          return 'written';
+        }
+        if (waits.aborted) return 'stopped';
+        const at = options.unjournaledAt?.() ?? Number.POSITIVE_INFINITY;
+        if (this.#now() >= at) return 'unjournaled';
+        const tick = new AbortController();
+        const written = this.#retrying();
+        await Promise.race([written, this.#wait(Math.min(HELD_RECHECK_MS, at - this.#now()), AbortSignal.any([waits, tick.signal]))]);
+        tick.abort();
+      }
+    } finally {
+      this.#held.delete(id);
+    }
+  }
+
+  /** [choice] The deadline after which preparation runs without a journal record: prepareWithinSeconds before NotBefore, or now once Started. */
+  #prepareHold(tracked: Tracked): { unjournaledAt?: () => number; signal: AbortSignal } {
+    const { policy, prepareWithinSeconds } = this.config.journalUnwritable;
+    if (policy === 'hold') return { signal: tracked.ended.signal };
+    return {
+      signal: tracked.ended.signal,
+      unjournaledAt: () => {
+        const e = tracked.event;
+        const notBefore = e.notBefore?.getTime() ?? Number.NaN;
+        if (e.status === 'Started' || Number.isNaN(notBefore)) return Number.NEGATIVE_INFINITY;
+        return notBefore - prepareWithinSeconds * 1000;
+      },
+    };
+  }
+
+  #goUnjournaled(tracked: Tracked, log: Logger): void {
+    if (tracked.unjournaled) return;
+    tracked.unjournaled = true;
+    log.error(
+      { policy: this.config.journalUnwritable.policy, prepareWithinSeconds: this.config.journalUnwritable.prepareWithinSeconds, notBefore: tracked.event.notBefore?.toISOString() ?? null, status: tracked.event.status },
+      'the journal still cannot be written and NotBefore is near: preparing anyway, unjournaled, and not approving',
+    );
   }
 
   /** Whether every action of a recovery phase has run to an end (succeeded or failed). */

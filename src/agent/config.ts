@@ -4,7 +4,9 @@ import { extname } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
+import { nameRecord } from '../shared/name-record.js';
 import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
+import { plainData } from '../shared/yaml-data.js';
 import type { Action, AgentConfig, Rule, RuleMatch } from './types.js';
 
 export class AgentConfigError extends Error {
@@ -24,6 +26,7 @@ export const CONFIG_DEFAULTS = {
   listen: '127.0.0.1:9464',
   readyWithinSeconds: 10,
   shutdownGraceSeconds: 30,
+  journalUnwritable: { policy: 'prepare-before-notbefore', prepareWithinSeconds: 120 },
 } as const;
 
 /** `${env:NAME}`: resolved from the environment when an http action runs, never at load. Global: use with replace(). */
@@ -53,9 +56,7 @@ const secondsAtLeast = (min: number, exclusive = false) =>
     : num('a number of seconds').min(min, { error: `must be at least ${min} second${min === 1 ? '' : 's'}` });
 const count = z.int({ error: want('a whole number') }).min(0, { error: 'must be 0 or more' }).max(100, { error: 'must be at most 100' });
 const name = z.string({ error: want('a string') }).min(1, { error: 'must not be empty' });
-const stringMap = z.record(z.string(), z.string({ error: want('a string (quote numbers and booleans)') }), {
-  error: 'expected a mapping of names to strings',
-});
+const stringMap = nameRecord(z.string({ error: want('a string (quote numbers and booleans)') }), 'a mapping of names to strings');
 
 const withEnvRefs = (schema: z.ZodString) =>
   schema.superRefine((value, ctx) => {
@@ -123,6 +124,11 @@ const ExecSchema = z.strictObject({
   retries: count.default(0),
   cwd: name.nullable().optional(),
   env: stringMap.optional(),
+  passEnv: z
+    .array(z.string({ error: want('a variable name') }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected a variable name (letters, digits, _)' }), {
+      error: want('a list of variable names'),
+    })
+    .optional(),
 });
 
 const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -135,9 +141,7 @@ const HttpSchema = z.strictObject({
     const problem = urlProblem(url);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
-  headers: z.record(z.string(), withEnvRefs(z.string({ error: want('a string (quote numbers and booleans)') })), {
-    error: want('a mapping of header names to strings'),
-  }).optional(),
+  headers: nameRecord(withEnvRefs(z.string({ error: want('a string (quote numbers and booleans)') })), 'a mapping of header names to strings').optional(),
   body: z.unknown().optional(),
   timeoutSeconds: secondsAtLeast(0, true).default(10),
   retries: count.default(2),
@@ -182,6 +186,17 @@ const ConfigSchema = z.strictObject(
     pollIntervalSeconds: secondsBetween(0.2, 60).default(CONFIG_DEFAULTS.pollIntervalSeconds),
     vmName: name.nullable().optional(),
     journal: name.default(CONFIG_DEFAULTS.journal),
+    journalUnwritable: z
+      .strictObject(
+        {
+          policy: z
+            .enum(['prepare-before-notbefore', 'hold'], { error: want('prepare-before-notbefore or hold') })
+            .default(CONFIG_DEFAULTS.journalUnwritable.policy),
+          prepareWithinSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.journalUnwritable.prepareWithinSeconds),
+        },
+        { error: want('a mapping with policy and/or prepareWithinSeconds') },
+      )
+      .optional(),
     listen: z
       .union([z.string(), z.null(), z.literal(false)], { error: want('HOST:PORT, or null or false to turn the server off') })
       .superRefine((value, ctx) => {
@@ -265,7 +280,9 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
   if (doc.errors.length > 0) {
     throw new AgentConfigError(doc.errors.map((e) => `${at(e.pos[0])}: syntax error: ${e.message.split('\n')[0]}`));
   }
-  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  const data: unknown = plainData(doc, (offset, message) => {
+    throw new AgentConfigError([`${at(offset)}: ${message}`]);
+  });
   if (data === null || data === undefined) throw new AgentConfigError([`${at(0)}: the file is empty; expected a mapping with "rules"`]);
 
   const parsed = ConfigSchema.safeParse(data);
@@ -345,6 +362,10 @@ function normalize(raw: RawConfig): AgentConfig {
     pollIntervalSeconds: raw.pollIntervalSeconds,
     vmName: raw.vmName ?? null,
     journal: raw.journal,
+    journalUnwritable: {
+      policy: raw.journalUnwritable?.policy ?? CONFIG_DEFAULTS.journalUnwritable.policy,
+      prepareWithinSeconds: raw.journalUnwritable?.prepareWithinSeconds ?? CONFIG_DEFAULTS.journalUnwritable.prepareWithinSeconds,
+    },
     listen: raw.listen === undefined ? CONFIG_DEFAULTS.listen : raw.listen === false ? null : raw.listen,
     leader: { mode: raw.leader?.mode ?? 'first', standby: raw.leader?.standby ?? null },
     readyWithinSeconds: raw.readyWithinSeconds,
@@ -380,7 +401,7 @@ function normalizeAction(a: RawAction, index: number): Action {
   const actionName = a.name ?? `${a.type}-${index}`;
   switch (a.type) {
     case 'exec':
-      return { type: 'exec', name: actionName, argv: a.argv, timeoutSeconds: a.timeoutSeconds, retries: a.retries, cwd: a.cwd ?? null, env: a.env ?? {} };
+      return { type: 'exec', name: actionName, argv: a.argv, timeoutSeconds: a.timeoutSeconds, retries: a.retries, cwd: a.cwd ?? null, env: a.env ?? {}, passEnv: a.passEnv ?? [] };
     case 'http':
       return {
         type: 'http',

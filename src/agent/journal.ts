@@ -1,11 +1,11 @@
 // What the agent has done per event, on disk after every change, so a restart neither loses nor repeats work.
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
-import { fsyncDirectory, writeFileAtomicSync } from '../shared/atomic-file.js';
+import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ensurePrivateDir, fsyncDirectory, nodeFileOps, removeStaleTempFiles, writeFileAtomicSync, type FileOps } from '../shared/atomic-file.js';
 import { z } from 'zod';
 import type { ScheduledEvent } from '../client/index.js';
 import { wallClock } from '../emulator/engine/clock.js';
-import type { ActionRecord, ActionResult, JournalEntry } from './types.js';
+import type { ActionRecord, ActionResult, JournalEntry, ProcessRecord } from './types.js';
 
 export const JOURNAL_FORMAT = 'forewarn-agent-journal';
 export const JOURNAL_VERSION = 1;
@@ -14,7 +14,11 @@ export interface JournalOptions {
   logger?: { warn(obj: object, msg?: string): void };
   /** Epoch ms; default the wall clock. */
   now?: () => number;
+  /** The file calls writes make; tests inject failures (ENOSPC, short writes) here. */
+  ops?: FileOps;
 }
+
+const ProcessRecordSchema = z.object({ pgid: z.int().positive(), startTime: z.string().nullable(), startedAt: z.string() });
 
 const ActionRecordSchema = z.object({
   status: z.enum(['running', 'succeeded', 'failed']),
@@ -22,6 +26,8 @@ const ActionRecordSchema = z.object({
   endedAt: z.string().nullable(),
   attempts: z.int().min(0),
   error: z.string().nullable(),
+  process: ProcessRecordSchema.optional(),
+  unjournaled: z.boolean().optional(),
 });
 
 const EntrySchema = z.object({
@@ -65,11 +71,13 @@ export function eventSnapshot(event: ScheduledEvent): JournalEntry['event'] {
 /**
  * One JSON file, rewritten atomically (temp file, fsync, rename, fsync of the directory) by every
  * method that changes it, before the method returns. A write that fails throws; the change stays
- * in memory and goes out with the next successful write.
+ * in memory, `pending` is true, and it goes out with the next successful write (flush()).
  */
 export class Journal {
   readonly #entries = new Map<string, JournalEntry>();
   readonly #now: () => number;
+  readonly #ops: FileOps;
+  #pending = false;
   /** Where a corrupt file was moved on open, or null. */
   readonly corruptedTo: string | null;
 
@@ -80,6 +88,7 @@ export class Journal {
     corruptedTo: string | null,
   ) {
     this.#now = options.now ?? wallClock;
+    this.#ops = options.ops ?? nodeFileOps;
     for (const entry of entries) this.#entries.set(entry.eventId.toLowerCase(), entry);
     this.corruptedTo = corruptedTo;
   }
@@ -88,10 +97,12 @@ export class Journal {
    * Reads the journal; a missing file is an empty journal. A corrupt one is moved aside to
    * `${path}.corrupt-<timestamp>` with a warning, and the journal starts empty: losing history is
    * better than not handling events. Only I/O failures (unreadable file, no directory) throw.
+   * The directory is created 0700 if missing; temp files of runs killed mid-write are removed.
    */
   static open(path: string, options: JournalOptions = {}): Journal {
     const now = options.now ?? wallClock;
-    mkdirSync(dirname(path), { recursive: true });
+    ensurePrivateDir(dirname(path));
+    removeStaleTempFiles(path, options.ops ?? nodeFileOps);
     let text: string;
     try {
       text = readFileSync(path, 'utf8');
@@ -153,7 +164,16 @@ export class Journal {
     this.flush();
   }
 
-  actionFinished(eventId: string, key: string, result: ActionResult): void {
+  /** The process group a running exec action's program is about to run in, written before the program starts. */
+  actionProcess(eventId: string, key: string, process: Omit<ProcessRecord, 'startedAt'>): void {
+    const record = this.#entry(eventId).actions[key];
+    if (record === undefined) throw new Error(`the journal has no action ${key} for event ${eventId}; call actionStarted() first`);
+    record.process = { ...process, startedAt: this.#iso() };
+    this.flush();
+  }
+
+  /** `unjournaled`: it ran while the journal could not be written, so this record was written after the fact. */
+  actionFinished(eventId: string, key: string, result: ActionResult, options: { unjournaled?: boolean } = {}): void {
     const entry = this.#entry(eventId);
     const started = entry.actions[key];
     const record: ActionRecord = {
@@ -162,6 +182,7 @@ export class Journal {
       endedAt: this.#iso(),
       attempts: result.attempts,
       error: result.error,
+      ...(options.unjournaled ? { unjournaled: true } : {}),
     };
     entry.actions[key] = record;
     this.flush();
@@ -199,10 +220,17 @@ export class Journal {
     return drop.length;
   }
 
-  /** Writes the whole journal now; call at start-up to find an unwritable path early. */
+  /** Whether a change failed to be written and is held in memory only, until a flush() succeeds. */
+  get pending(): boolean {
+    return this.#pending;
+  }
+
+  /** Writes the whole journal now; call at start-up to find an unwritable path early, and to retry a failed write. */
   flush(): void {
     const body = { format: JOURNAL_FORMAT, version: JOURNAL_VERSION, entries: [...this.#entries.values()] };
-    writeFileAtomicSync(this.path, `${JSON.stringify(body, null, 2)}\n`);
+    this.#pending = true;
+    writeFileAtomicSync(this.path, `${JSON.stringify(body, null, 2)}\n`, { ops: this.#ops });
+    this.#pending = false;
   }
 
   #entry(eventId: string): JournalEntry {

@@ -14,8 +14,11 @@ export class AgentMetrics {
   readonly approvalsSent: Counter<'role'>;
   readonly imdsErrors: Counter<'status'>;
   readonly incarnation: Gauge;
+  readonly journalWriteFailures: Counter;
   /** Set by the agent once it has a client, so the gauge is computed at scrape time. */
   health: (() => Health) | null = null;
+  /** Set by the agent: how many events wait for the journal. */
+  heldEvents: (() => number) | null = null;
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -53,6 +56,20 @@ export class AgentMetrics {
       registers,
     });
     this.incarnation = new Gauge({ name: `${p}document_incarnation`, help: 'DocumentIncarnation of the last document read', registers });
+    this.journalWriteFailures = new Counter({
+      name: `${p}journal_write_failures_total`,
+      help: 'Journal writes that failed (a full disk, an I/O error), retries included',
+      registers,
+    });
+    const held = (): number => this.heldEvents?.() ?? 0;
+    new Gauge({
+      name: `${p}journal_held_events`,
+      help: 'Events whose next step waits for the journal to be written',
+      registers,
+      collect() {
+        this.set(held());
+      },
+    });
     const health = (): Health | null => this.health?.() ?? null;
     new Gauge({
       name: `${p}seconds_since_last_good_poll`,

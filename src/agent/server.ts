@@ -10,6 +10,8 @@ export interface StatusServerOptions {
   metrics: AgentMetrics;
   health: () => Health;
   readyWithinSeconds: number;
+  /** A reason to be not ready beyond IMDS (the journal cannot be written), or null. */
+  notReady?: () => string | null;
 }
 
 export interface StatusServer {
@@ -49,7 +51,9 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'application/json', '{"error":"only GET"}');
     if (path === '/healthz') return send(200, 'application/json', '{"status":"ok"}\n');
     if (path === '/readyz') {
-      const r = readiness(options.health(), options.readyWithinSeconds);
+      const imds = readiness(options.health(), options.readyWithinSeconds);
+      const other = options.notReady?.() ?? null;
+      const r = other === null ? imds : { ready: false, reason: imds.ready ? other : `${other}; ${imds.reason}` };
       return send(r.ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready: r.ready, reason: r.reason })}\n`);
     }
     if (path === '/metrics') {

@@ -13,6 +13,8 @@ export interface ExecAction {
   retries: number;
   cwd: string | null;
   env: Record<string, string>;
+  /** Names of more variables to pass from the agent's environment, beyond the allowlist (exec-env.ts). */
+  passEnv: string[];
 }
 
 export interface HttpAction {
@@ -68,6 +70,12 @@ export interface AgentConfig {
   /** This VM's resource name; absent: read from /metadata/instance/compute. */
   vmName: string | null;
   journal: string;
+  /** What to do while the journal cannot be written (a full disk): see docs/agent.md. */
+  journalUnwritable: {
+    /** hold: wait for the journal; prepare-before-notbefore: prepare unjournaled (never approve) once NotBefore is this near. */
+    policy: JournalUnwritablePolicy;
+    prepareWithinSeconds: number;
+  };
   /** HOST:PORT for /metrics, /healthz and /readyz; null turns the server off. */
   listen: string | null;
   leader: {
@@ -84,12 +92,26 @@ export interface AgentConfig {
 
 export type Phase = 'prepare' | 'complete' | 'cancel';
 
+export type JournalUnwritablePolicy = 'prepare-before-notbefore' | 'hold';
+
+/** The process group an exec action's program runs in, journaled before the program starts (POSIX). */
+export interface ProcessRecord {
+  pgid: number;
+  /** The leader's start time (Linux: field 22 of /proc/PID/stat), so a reused pid is not taken for ours; null elsewhere. */
+  startTime: string | null;
+  startedAt: string;
+}
+
 export interface ActionRecord {
   status: 'running' | 'succeeded' | 'failed';
   startedAt: string;
   endedAt: string | null;
   attempts: number;
   error: string | null;
+  /** The last attempt's process group, while it may still be alive. */
+  process?: ProcessRecord;
+  /** Ran while the journal could not be written; recorded once it could. */
+  unjournaled?: boolean;
 }
 
 /** What the journal keeps per EventId, so a restart neither loses nor repeats work. */
@@ -115,6 +137,11 @@ export interface ActionContext {
   idempotencyKey: string;
   signal: AbortSignal;
   dryRun: boolean;
+  /**
+   * Called with an exec action's process group after it is spawned and before its program runs;
+   * the program runs once this resolves, and never if it rejects. Absent: it runs at once.
+   */
+  recordProcess?: (group: Omit<ProcessRecord, 'startedAt'>) => Promise<void>;
   logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
 }
 

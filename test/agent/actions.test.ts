@@ -9,6 +9,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { runAction } from '../../src/agent/actions.js';
+import { EXEC_ENV_ALLOWLIST } from '../../src/agent/exec-env.js';
 import type { ActionContext, ExecAction, HttpAction, LogAction } from '../../src/agent/types.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
 
@@ -87,7 +88,7 @@ function context(over: Partial<ActionContext> = {}): ActionContext & { logs: Log
 }
 
 function exec(argv: string[], over: Partial<ExecAction> = {}): ExecAction {
-  return { type: 'exec', name: 'test-exec', argv, timeoutSeconds: 20, retries: 0, cwd: null, env: {}, ...over };
+  return { type: 'exec', name: 'test-exec', argv, timeoutSeconds: 20, retries: 0, cwd: null, env: {}, passEnv: [], ...over };
 }
 
 const node = (path: string, ...args: string[]) => [process.execPath, path, ...args];
@@ -120,10 +121,8 @@ describe('runAction: exec', () => {
       phase: 'complete',
       idempotencyKey: 'EVT-1',
     });
-    // The child inherits this process's environment, so FOREWARN_* variables set around the test (CI sets some) show too.
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('FOREWARN_')));
+    // Only the event's FOREWARN_* variables: the agent's own (FOREWARN_ENDPOINT, say) are not passed on.
     assert.deepEqual(got.env, {
-      ...inherited,
       EXTRA: 'yes',
       FOREWARN_EVENT_ID: 'EVT-1',
       FOREWARN_EVENT_TYPE: 'Reboot',
@@ -138,6 +137,76 @@ describe('runAction: exec', () => {
       FOREWARN_IDEMPOTENCY_KEY: 'EVT-1',
     });
     assert.equal(got.cwd, dir);
+  });
+
+  it('gives the program a clean environment: the allowlist, passEnv, env and the event, never the rest', async () => {
+    const out = tmp('env.json');
+    const dump = script('dump-env', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`);
+    const saved = { ...process.env };
+    Object.assign(process.env, { FOREWARN_TEST_SECRET: 'hunter2', AGENT_API_TOKEN: 'sekrit', WANTED_BY_ACTION: 'passed', LANG: 'C.UTF-8', FOREWARN_ENDPOINT: 'http://x' });
+    try {
+      const result = await runAction(exec(node(dump, out), { passEnv: ['WANTED_BY_ACTION', 'NOT_SET_ANYWHERE'], env: { EXTRA: 'yes' } }), context());
+      assert.equal(result.ok, true, result.error ?? '');
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+    const env = JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
+    assert.equal(env.AGENT_API_TOKEN, undefined, 'a secret of the agent does not reach the program');
+    assert.equal(env.FOREWARN_TEST_SECRET, undefined);
+    assert.equal(env.FOREWARN_ENDPOINT, undefined, "the agent's own FOREWARN_* settings are not passed on");
+    assert.equal(env.WANTED_BY_ACTION, 'passed');
+    assert.equal('NOT_SET_ANYWHERE' in env, false);
+    assert.equal(env.EXTRA, 'yes');
+    assert.equal(env.LANG, 'C.UTF-8');
+    assert.equal(env.PATH, process.env.PATH);
+    assert.equal(env.FOREWARN_EVENT_ID, 'EVT-1');
+    // What the program sees beyond the allowlist is only what its runtime or the gate's shell adds.
+    const allowed = new Set([...EXEC_ENV_ALLOWLIST, 'WANTED_BY_ACTION', 'EXTRA', 'PWD', 'SHLVL', '_', 'OLDPWD']);
+    const extra = Object.keys(env).filter((k) => !allowed.has(k) && !k.startsWith('FOREWARN_'));
+    assert.deepEqual(extra, []);
+  });
+
+  it('runs the program only once its process group is recorded, in that group', { skip: process.platform === 'win32' }, async () => {
+    const out = tmp('pid');
+    const pidScript = script('pid', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], String(process.pid));`);
+    let recorded: { pgid: number; startTime: string | null } | null = null;
+    const result = await runAction(
+      exec(node(pidScript, out)),
+      context({
+        recordProcess: async (group) => {
+          recorded = group;
+          await new Promise((r) => setTimeout(r, 300));
+          assert.equal(existsSync(out), false, 'the program waits behind the gate');
+        },
+      }),
+    );
+    assert.equal(result.ok, true, result.error ?? '');
+    assert.ok(recorded !== null);
+    const { pgid, startTime } = recorded as { pgid: number; startTime: string | null };
+    assert.equal(Number(readFileSync(out, 'utf8')), pgid, 'the program is the group leader the journal names');
+    if (process.platform === 'linux') assert.match(startTime ?? '', /^\d+$/);
+  });
+
+  it('never runs the program when its group cannot be recorded', { skip: process.platform === 'win32' }, async () => {
+    const marker = tmp('never');
+    const result = await runAction(
+      exec(node(touchScript, marker), { retries: 2 }),
+      context({ recordProcess: async () => Promise.reject(new Error('the agent is stopping')) }),
+    );
+    assert.equal(result.ok, false);
+    assert.equal(result.attempts, 1, 'not retried');
+    assert.equal(result.error, 'not run: the agent is stopping');
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(existsSync(marker), false);
+  });
+
+  it('reports a program that is not executable as spawn would', { skip: process.platform === 'win32' }, async () => {
+    const file = tmp('not-executable.sh');
+    writeFileSync(file, '#!/bin/sh\nexit 0\n', { mode: 0o644 });
+    const result = await runAction(exec([file], { retries: 3 }), context());
+    assert.equal(result.attempts, 1);
+    assert.match(result.error!, /permission denied/);
   });
 
   it('gives a Started event an empty FOREWARN_NOT_BEFORE and a null notBefore', async () => {

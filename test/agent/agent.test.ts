@@ -1,19 +1,19 @@
 // The agent in-process: its pure decisions, and its loop against an in-process emulator with fake actions.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ScheduledEventsClient, type Health, type ScheduledEvent } from '../../src/client/index.js';
 import { Agent, actionStep, eventFromEntry, outcomeWhileAway } from '../../src/agent/agent.js';
 import { Journal } from '../../src/agent/journal.js';
+import { processStartTime } from '../../src/agent/process-group.js';
 import { RESEND_AFTER_MS, decideApproval, ownRole, shouldResend, standbyCovers } from '../../src/agent/leader.js';
-import { createLogger } from '../../src/agent/logger.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import { parseListen, readiness, startStatusServer } from '../../src/agent/server.js';
-import type { Action, ActionContext, ActionResult, AgentConfig, JournalEntry, Rule } from '../../src/agent/types.js';
-import { Emulator } from '../../src/emulator/emulator.js';
+import type { Action, AgentConfig, JournalEntry, Rule } from '../../src/agent/types.js';
+import { AgentHarness, agentConfig as baseConfig, inProcessEmulator, logAction, ok, rule, testClient, until, watchApprovals } from './support.js';
 
 function event(over: Partial<ScheduledEvent> = {}): ScheduledEvent {
   return {
@@ -167,8 +167,6 @@ describe('status server', () => {
 
 // ---- the loop against an in-process emulator ---------------------------------------------------
 
-type Behaviour = (ctx: ActionContext) => Promise<ActionResult>;
-
 interface Call {
   name: string;
   phase: string;
@@ -177,62 +175,23 @@ interface Call {
   at: number;
 }
 
-const ok = (durationMs = 0): ActionResult => ({ ok: true, attempts: 1, error: null, durationMs });
-
-function logAction(name: string): Action {
-  return { type: 'log', name, message: name, level: 'info' };
-}
-
-function rule(over: Partial<Rule> = {}): Rule {
-  return {
-    name: 'r',
-    match: { eventType: null, eventSource: null, status: null, durationInSeconds: null, affectsThisVm: null, description: null },
-    actions: [],
-    approval: 'after-actions',
-    approvalMarginSeconds: 0,
-    onComplete: [],
-    onCancel: [],
-    ...over,
-  };
-}
-
-let emulator: Emulator;
-let imdsUrl: string;
+const emu = inProcessEmulator();
 let dir: string;
 
-before(async () => {
-  emulator = await Emulator.create({ clock: 'manual', rateLimit: 0 });
-  ({ imdsUrl } = await emulator.listen({ imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } }));
-});
-after(() => emulator.close());
-
 /** One agent under test, with fake actions whose behaviour each test chooses by action name. */
-class Harness {
+class Harness extends AgentHarness {
   readonly calls: Call[] = [];
   readonly approvals: { id: string; at: number }[] = [];
-  readonly logs: Record<string, unknown>[] = [];
-  readonly behaviours = new Map<string, Behaviour>();
-  readonly controller = new AbortController();
   readonly agent: Agent;
   readonly client: ScheduledEventsClient;
-  done: Promise<void> | null = null;
 
   constructor(config: AgentConfig, options: { journal?: Journal; dryRun?: boolean; client?: ScheduledEventsClient } = {}) {
-    const sink = new Writable({
-      write: (chunk: Buffer, _enc, cb) => {
-        for (const line of chunk.toString().split('\n')) if (line) this.logs.push(JSON.parse(line) as Record<string, unknown>);
-        cb();
-      },
-    });
-    this.client = options.client ?? new ScheduledEventsClient({ endpoint: imdsUrl, retry: { maxAttempts: 2, baseDelayMs: 10 } });
-    const approve = this.client.approve.bind(this.client);
-    this.client.approve = async (ids, opts) => {
-      this.approvals.push({ id: String(ids), at: Date.now() });
-      return approve(ids, opts);
-    };
+    super();
+    this.client = options.client ?? testClient(emu.imdsUrl);
+    watchApprovals(this.client, (id) => this.approvals.push({ id, at: Date.now() }));
     this.agent = new Agent({
       config,
-      logger: createLogger({ level: 'debug', destination: sink }),
+      logger: this.logger(),
       client: this.client,
       dryRun: options.dryRun ?? false,
       metrics: new AgentMetrics({ defaultMetrics: false }),
@@ -245,49 +204,17 @@ class Harness {
     });
   }
 
-  start(): this {
-    this.done = this.agent.run(this.controller.signal);
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    this.controller.abort();
-    await this.done;
-  }
-
   names(eventId?: string): string[] {
     return this.calls.filter((c) => eventId === undefined || c.eventId === eventId).map((c) => `${c.phase}:${c.name}`);
   }
 
   has(msg: string | RegExp, eventId?: string): boolean {
-    return this.logs.some((l) => (eventId === undefined || l.eventId === eventId) && (typeof msg === 'string' ? l.msg === msg : msg.test(String(l.msg))));
+    return this.count(msg, eventId) > 0;
   }
 }
 
 function agentConfig(rules: Rule[], over: Partial<AgentConfig> = {}): AgentConfig {
-  return {
-    endpoint: imdsUrl,
-    apiVersion: '2020-07-01',
-    pollIntervalSeconds: 0.05,
-    vmName: 'vm0',
-    journal: join(dir, 'journal.json'),
-    listen: null,
-    leader: { mode: 'first', standby: null },
-    readyWithinSeconds: 5,
-    shutdownGraceSeconds: 0.3,
-    rules,
-    ...over,
-  };
-}
-
-async function until<T>(what: string, probe: () => T | undefined | false, timeoutMs = 5_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  return baseConfig(emu.imdsUrl, join(dir, 'journal.json'), rules, over);
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -300,15 +227,15 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 function live(id: string) {
-  return emulator.engine.events().find((e) => e.id === id);
+  return emu.emulator.engine.events().find((e) => e.id === id);
 }
 
 function create(type: 'platform-reboot' | 'restart' | 'hardware-failure' | 'freeze' = 'platform-reboot'): string {
-  return emulator.engine.createOperation({ type, vms: ['vm0'] }).events[0]!;
+  return emu.emulator.engine.createOperation({ type, vms: ['vm0'] }).events[0]!;
 }
 
 async function documentEvent(id: string): Promise<ScheduledEvent> {
-  const doc = await new ScheduledEventsClient({ endpoint: imdsUrl }).getDocument();
+  const doc = await new ScheduledEventsClient({ endpoint: emu.imdsUrl }).getDocument();
   return doc.events.find((e) => e.id === id)!;
 }
 
@@ -316,8 +243,8 @@ describe('agent loop', () => {
   let harness: Harness | null = null;
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-unit-'));
-    emulator.engine.reset();
-    emulator.faults.clear();
+    emu.emulator.engine.reset();
+    emu.emulator.faults.clear();
   });
   afterEach(async () => {
     await harness?.stop();
@@ -385,7 +312,7 @@ describe('agent loop', () => {
     const id = create('hardware-failure');
     await until('the actions', () => h.names(id).includes('prepare:a'));
     assert.ok(h.has(/arrived already Started/, id));
-    emulator.engine.complete(id);
+    emu.emulator.engine.complete(id);
     await until('recovery', () => h.names(id).includes('complete:back'));
     assert.deepEqual(h.approvals, []);
     assert.deepEqual(h.names(id), ['prepare:a', 'complete:back']);
@@ -400,7 +327,7 @@ describe('agent loop', () => {
     h.start();
     const id = create();
     await until('the first action', () => h.names(id).includes('prepare:a'));
-    emulator.engine.cancel(id);
+    emu.emulator.engine.cancel(id);
     await until('onCancel', () => h.names(id).includes('cancel:undo'));
     assert.deepEqual(h.names(id), ['prepare:a', 'cancel:undo']);
     assert.deepEqual(h.approvals, []);
@@ -421,6 +348,28 @@ describe('agent loop', () => {
     await until('the approval', () => live(id)?.status === 'Started');
     assert.deepEqual(h.names(id), ['prepare:b', 'prepare:c']);
     assert.ok(h.has(/interrupted/, id));
+    assert.equal(h.approvals.length, 1);
+  });
+
+  it('after a restart: waits for a copy of an exec action still running, stops it at its timeout, then runs it again', { skip: process.platform === 'win32' }, async () => {
+    const id = create();
+    // The copy the killed agent left: still running, started 59.5 s ago with a 60 s timeout.
+    const copy = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { detached: true, stdio: 'ignore' });
+    const exited = new Promise<{ at: number; signal: string | null }>((r) => copy.on('exit', (_c, signal) => r({ at: Date.now(), signal })));
+    const seed = Journal.open(join(dir, 'journal.json'), { now: () => Date.now() - 59_500 });
+    seed.ensure(await documentEvent(id), 'r');
+    seed.actionStarted(id, 'prepare:0');
+    seed.actionProcess(id, 'prepare:0', { pgid: copy.pid!, startTime: processStartTime(copy.pid!) });
+    const prep: Action = { type: 'exec', name: 'prep', argv: ['/bin/true'], timeoutSeconds: 60, retries: 0, cwd: null, env: {}, passEnv: [] };
+    const h = (harness = new Harness(agentConfig([rule({ actions: [prep] })])));
+    h.start();
+    await until('the approval', () => live(id)?.status === 'Started');
+    const { at, signal } = await exited;
+    assert.equal(signal, 'SIGTERM');
+    assert.deepEqual(h.names(id), ['prepare:prep']);
+    assert.ok(h.calls[0]!.at >= at, 'run again only once the earlier copy was gone');
+    assert.ok(h.has(/still running .* waiting for it to end/, id));
+    assert.ok(h.has('the earlier copy ran past its timeout: stopping its process group', id));
     assert.equal(h.approvals.length, 1);
   });
 
@@ -485,7 +434,7 @@ describe('agent loop', () => {
     h.start();
     const id = create();
     await until('the approval', () => live(id)?.status === 'Started');
-    emulator.engine.complete(id);
+    emu.emulator.engine.complete(id);
     await until('recovery', () => h.calls.some((c) => c.eventId === id && c.phase !== 'prepare'), 5_000);
     assert.deepEqual(h.names(id), ['complete:back']);
   });

@@ -33,6 +33,7 @@ describe('parseAgentConfig', () => {
       pollIntervalSeconds: 1,
       vmName: null,
       journal: '/var/lib/forewarn/journal.json',
+      journalUnwritable: { policy: 'prepare-before-notbefore', prepareWithinSeconds: 120 },
       listen: '127.0.0.1:9464',
       leader: { mode: 'first', standby: null },
       readyWithinSeconds: 10,
@@ -68,7 +69,7 @@ describe('parseAgentConfig', () => {
     const rule = config.rules[0]!;
     assert.deepEqual(rule.actions, [
       { type: 'log', name: 'log-0', message: '', level: 'info' },
-      { type: 'exec', name: 'exec-1', argv: ['/bin/true'], timeoutSeconds: 60, retries: 0, cwd: null, env: {} },
+      { type: 'exec', name: 'exec-1', argv: ['/bin/true'], timeoutSeconds: 60, retries: 0, cwd: null, env: {}, passEnv: [] },
       { type: 'http', name: 'http-2', method: 'POST', url: 'http://lb/x', headers: {}, body: undefined, timeoutSeconds: 10, retries: 2, backoffSeconds: 1 },
     ]);
     assert.equal(rule.onCancel[0]!.name, 'undo');
@@ -82,6 +83,7 @@ describe('parseAgentConfig', () => {
         'pollIntervalSeconds: 0.5',
         'vmName: web-0',
         'journal: /tmp/j.json',
+        'journalUnwritable: {policy: hold, prepareWithinSeconds: 300}',
         'listen: "[::1]:9000"',
         'leader: {mode: self, standby: {afterSeconds: 5, events: all}}',
         'readyWithinSeconds: 3',
@@ -104,7 +106,7 @@ describe('parseAgentConfig', () => {
         '        timeoutSeconds: 3',
         '        retries: 0',
         '        backoffSeconds: 0.5',
-        '      - {type: exec, argv: [a, b], cwd: /srv, env: {MODE: fast}, timeoutSeconds: 5, retries: 4}',
+        '      - {type: exec, argv: [a, b], cwd: /srv, env: {MODE: fast}, passEnv: [HTTPS_PROXY], timeoutSeconds: 5, retries: 4}',
         '      - {type: log, message: hi, level: error}',
         '    approval: never',
         '    approvalMarginSeconds: 12',
@@ -116,6 +118,7 @@ describe('parseAgentConfig', () => {
     assert.equal(config.pollIntervalSeconds, 0.5);
     assert.equal(config.vmName, 'web-0');
     assert.equal(config.journal, '/tmp/j.json');
+    assert.deepEqual(config.journalUnwritable, { policy: 'hold', prepareWithinSeconds: 300 });
     assert.equal(config.listen, '[::1]:9000');
     assert.deepEqual(config.leader, { mode: 'self', standby: { afterSeconds: 5, events: 'all' } });
     assert.equal(config.readyWithinSeconds, 3);
@@ -140,10 +143,36 @@ describe('parseAgentConfig', () => {
       retries: 0,
       backoffSeconds: 0.5,
     });
-    assert.deepEqual(rule.actions[1], { type: 'exec', name: 'exec-1', argv: ['a', 'b'], timeoutSeconds: 5, retries: 4, cwd: '/srv', env: { MODE: 'fast' } });
+    assert.deepEqual(rule.actions[1], { type: 'exec', name: 'exec-1', argv: ['a', 'b'], timeoutSeconds: 5, retries: 4, cwd: '/srv', env: { MODE: 'fast' }, passEnv: ['HTTPS_PROXY'] });
     assert.deepEqual(rule.actions[2], { type: 'log', name: 'log-2', message: 'hi', level: 'error' });
     assert.equal(rule.approval, 'never');
     assert.equal(rule.approvalMarginSeconds, 12);
+  });
+
+  it('checks journalUnwritable and passEnv, each problem at its line and column', () => {
+    assert.throws(
+      () =>
+        parseAgentConfig(
+          lines(
+            'journalUnwritable:',
+            '  policy: run-anyway',
+            '  prepareWithinSeconds: -5',
+            'rules:',
+            '  - name: r',
+            '    actions:',
+            '      - {type: exec, argv: [a], passEnv: [OK_NAME, "BAD-NAME"]}',
+          ),
+          'agent.yaml',
+        ),
+      (err: Error) => {
+        assert.deepEqual((err as AgentConfigError).problems, [
+          'agent.yaml:2:11: journalUnwritable.policy: expected prepare-before-notbefore or hold',
+          'agent.yaml:3:25: journalUnwritable.prepareWithinSeconds: must be at least 0 seconds',
+          'agent.yaml:7:52: rules[0].actions[0].passEnv[1]: expected a variable name (letters, digits, _)',
+        ]);
+        return true;
+      },
+    );
   });
 
   it('turns the metrics server off with null or false', () => {

@@ -1,82 +1,16 @@
 // The agent binary against the emulator binary: what a VM would live through, end to end.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-
-const repo = new URL('../..', import.meta.url).pathname;
-const fixtures = new URL('./fixtures/', import.meta.url).pathname;
-const node = process.execPath;
-
-type Log = Record<string, unknown> & { msg?: string; level?: number };
-
-/** A forewarn process: its output kept, its exit awaited, never outliving the tests. */
-class Proc {
-  readonly child: ChildProcess;
-  stdout = '';
-  stderr = '';
-  readonly exited: Promise<number | null>;
-  static readonly all = new Set<Proc>();
-
-  constructor(args: string[], env: Record<string, string> = {}) {
-    const base = { ...process.env };
-    delete base.FOREWARN_ENDPOINT;
-    this.child = spawn(node, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: repo, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout!.on('data', (d: Buffer) => (this.stdout += d));
-    this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d));
-    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
-    Proc.all.add(this);
-    void this.exited.then(() => Proc.all.delete(this));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  logs(): Log[] {
-    return this.stdout
-      .split('\n')
-      .filter((l) => l.startsWith('{'))
-      .map((l) => JSON.parse(l) as Log);
-  }
-
-  async waitForLog(what: string, match: (l: Log) => boolean, timeoutMs = 15_000): Promise<Log> {
-    return waitFor(() => `${what}\n--- output so far:\n${this.stdout.slice(-4000)}${this.stderr}`, () => this.logs().find(match), timeoutMs);
-  }
-
-  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
-    if (this.running) this.child.kill(signal);
-    const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());
-    const code = await Promise.race([this.exited, timer]);
-    if (code === 'timeout') {
-      this.child.kill('SIGKILL');
-      throw new Error(`process did not exit within ${timeoutMs} ms of ${signal}`);
-    }
-    return code;
-  }
-}
+import { Proc, api, delay, fixtures, lines, node, startEmulator, trigger, waitFor, type Emu } from './e2e-support.js';
 
 after(async () => {
   for (const p of Proc.all) p.child.kill('SIGKILL');
 });
-
-async function waitFor<T>(what: string | (() => string), probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
-    await delay(50);
-  }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 async function freePort(): Promise<number> {
   const server = createNetServer();
@@ -84,47 +18,6 @@ async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
-}
-
-interface Emu {
-  proc: Proc;
-  imdsUrl: string;
-  controlUrl: string;
-}
-
-async function startEmulator(extra: string[] = [], ports: { imds: number; control: number } = { imds: 0, control: 0 }): Promise<Emu> {
-  const proc = new Proc([
-    'emulator',
-    '--imds',
-    `127.0.0.1:${ports.imds}`,
-    '--control',
-    `127.0.0.1:${ports.control}`,
-    '--clock',
-    'manual',
-    '--rate-limit',
-    '0',
-    '--log-level',
-    'silent',
-    ...extra,
-  ]);
-  const [, imdsUrl, controlUrl] = await waitFor(`the emulator's URLs\n${proc.stderr}`, () => /IMDS:\s+(\S+)\nControl:\s+(\S+)/.exec(proc.stdout) ?? undefined);
-  return { proc, imdsUrl: imdsUrl!, controlUrl: controlUrl! };
-}
-
-async function api<T = Record<string, unknown>>(emu: Emu, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
-  const res = await fetch(`${emu.controlUrl}${path}`, {
-    method,
-    ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, json: (text ? JSON.parse(text) : {}) as T };
-}
-
-/** Creates maintenance and returns its (first) EventId. */
-async function trigger(emu: Emu, body: Record<string, unknown>): Promise<string> {
-  const { status, json } = await api<{ events: string[] }>(emu, 'POST', '/v1/operations', body);
-  assert.equal(status, 201, JSON.stringify(json));
-  return json.events[0]!;
 }
 
 interface EmuEvent {
@@ -151,10 +44,6 @@ async function waitForEvent(emu: Emu, id: string, what: string, ok: (e: EmuEvent
 
 function execAction(name: string, script: string, ...args: string[]): Record<string, unknown> {
   return { type: 'exec', name, argv: [node, join(fixtures, script), ...args], timeoutSeconds: 120 };
-}
-
-function lines(file: string): string[] {
-  return existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
 }
 
 interface Agent {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Journal } from '../../src/agent/journal.js';
+import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'forewarn-journal-'));
@@ -135,6 +136,59 @@ describe('Journal', () => {
   it('refuses changes to an event it has not seen', () => {
     const journal = Journal.open(freshDir().path);
     assert.throws(() => journal.approved('nope', 'leader'), /no entry for event nope/);
+  });
+
+  it('creates its directory 0700 and its file 0600, and removes temp files a killed run left', () => {
+    const { dir, path } = freshDir();
+    const first = Journal.open(path);
+    first.ensure(ev('E1'), null);
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
+    writeFileSync(`${path}.tmp-0123456789abcdef`, '{"half": ');
+    writeFileSync(join(dir, 'other.tmp-1'), 'not ours');
+    const again = Journal.open(path);
+    assert.deepEqual(readdirSync(dir).sort(), ['journal.json', 'other.tmp-1']);
+    assert.equal(again.get('E1')?.eventId, 'E1');
+  });
+
+  it('keeps a change that could not be written in memory, pending, until a flush takes it', () => {
+    const { dir, path } = freshDir();
+    let full = false;
+    const ops: FileOps = {
+      ...nodeFileOps,
+      openSync: (p, flags, mode) => {
+        if (full && p.includes('.tmp-')) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+        return nodeFileOps.openSync(p, flags, mode);
+      },
+    };
+    const journal = Journal.open(path, { ops });
+    journal.ensure(ev('E1'), 'r');
+    assert.equal(journal.pending, false);
+    full = true;
+    assert.throws(() => journal.actionStarted('E1', 'prepare:0'), { code: 'ENOSPC' });
+    assert.equal(journal.pending, true);
+    assert.equal(journal.get('E1')!.actions['prepare:0']!.status, 'running', 'the change stays in memory');
+    assert.deepEqual(Journal.open(path).get('E1')!.actions, {}, 'the file keeps the last good write');
+    assert.deepEqual(readdirSync(dir), ['journal.json']);
+    assert.throws(() => journal.flush(), { code: 'ENOSPC' });
+    full = false;
+    journal.flush();
+    assert.equal(journal.pending, false);
+    assert.equal(Journal.open(path).get('E1')!.actions['prepare:0']!.status, 'running');
+  });
+
+  it('records the process group of a running action, and an action that ran unjournaled', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path, { now: ticking() });
+    journal.ensure(ev('E1'), 'r');
+    assert.throws(() => journal.actionProcess('E1', 'prepare:0', { pgid: 42, startTime: '7' }), /no action prepare:0/);
+    journal.actionStarted('E1', 'prepare:0');
+    journal.actionProcess('E1', 'prepare:0', { pgid: 4242, startTime: '123456' });
+    assert.deepEqual(Journal.open(path).get('E1')!.actions['prepare:0']!.process, { pgid: 4242, startTime: '123456', startedAt: '2030-01-01T00:00:03.000Z' });
+    journal.actionFinished('E1', 'prepare:0', { ok: true, attempts: 1, error: null, durationMs: 1 }, { unjournaled: true });
+    const done = Journal.open(path).get('E1')!.actions['prepare:0']!;
+    assert.equal(done.process, undefined, 'a finished action has no live group to look for');
+    assert.equal(done.unjournaled, true);
   });
 
   it('writes atomically, leaving no temporary file', () => {

@@ -1,0 +1,134 @@
+// The agent in-process for its loop tests: an in-process emulator on a manual clock, rules and a config
+// to run the agent with, and a harness that keeps the agent's log and runs it until the test stops it.
+import { Writable } from 'node:stream';
+import { after, before } from 'node:test';
+import type { Agent } from '../../src/agent/agent.js';
+import { createLogger, type Logger } from '../../src/agent/logger.js';
+import type { Action, ActionContext, ActionResult, AgentConfig, Rule } from '../../src/agent/types.js';
+import { ScheduledEventsClient } from '../../src/client/index.js';
+import { Emulator } from '../../src/emulator/emulator.js';
+
+export type Log = Record<string, unknown>;
+export type Behaviour = (ctx: ActionContext) => Promise<ActionResult>;
+
+export interface InProcessEmulator {
+  emulator: Emulator;
+  imdsUrl: string;
+}
+
+/**
+ * An emulator in this process on a manual clock, without rate limiting, listening on loopback: it
+ * starts before the tests of the file this is called in, and closes after them.
+ */
+export function inProcessEmulator(): InProcessEmulator {
+  const emu = {} as InProcessEmulator;
+  before(async () => {
+    emu.emulator = await Emulator.create({ clock: 'manual', rateLimit: 0 });
+    ({ imdsUrl: emu.imdsUrl } = await emu.emulator.listen({ imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } }));
+  });
+  after(() => emu.emulator.close());
+  return emu;
+}
+
+export const ok = (durationMs = 0): ActionResult => ({ ok: true, attempts: 1, error: null, durationMs });
+
+export function logAction(name: string): Action {
+  return { type: 'log', name, message: name, level: 'info' };
+}
+
+/** A rule that matches every event. */
+export function rule(over: Partial<Rule> = {}): Rule {
+  return {
+    name: 'r',
+    match: { eventType: null, eventSource: null, status: null, durationInSeconds: null, affectsThisVm: null, description: null },
+    actions: [],
+    approval: 'after-actions',
+    approvalMarginSeconds: 0,
+    onComplete: [],
+    onCancel: [],
+    ...over,
+  };
+}
+
+/** The agent's config for VM vm0 polling every 50 ms, with no status server unless `over` gives one. */
+export function agentConfig(endpoint: string, journal: string, rules: Rule[], over: Partial<AgentConfig> = {}): AgentConfig {
+  return {
+    endpoint,
+    apiVersion: '2020-07-01',
+    pollIntervalSeconds: 0.05,
+    vmName: 'vm0',
+    journal,
+    journalUnwritable: { policy: 'prepare-before-notbefore', prepareWithinSeconds: 120 },
+    listen: null,
+    leader: { mode: 'first', standby: null },
+    readyWithinSeconds: 5,
+    shutdownGraceSeconds: 0.3,
+    rules,
+    ...over,
+  };
+}
+
+/** A client that gives up quickly, for the agent under test. */
+export function testClient(endpoint: string): ScheduledEventsClient {
+  return new ScheduledEventsClient({ endpoint, retry: { maxAttempts: 2, baseDelayMs: 10 } });
+}
+
+/** Has `client` tell `seen` of each approval before it sends it. */
+export function watchApprovals(client: ScheduledEventsClient, seen: (ids: string) => void): void {
+  const approve = client.approve.bind(client);
+  client.approve = async (ids, opts) => {
+    seen(String(ids));
+    return approve(ids, opts);
+  };
+}
+
+/** One agent under test: its log lines kept in `logs`, run from `start()` until `stop()`. */
+export abstract class AgentHarness {
+  readonly logs: Log[] = [];
+  readonly behaviours = new Map<string, Behaviour>();
+  readonly controller = new AbortController();
+  abstract readonly agent: Agent;
+  done: Promise<void> | null = null;
+
+  /** A debug logger whose lines land in `logs`. */
+  protected logger(): Logger {
+    const sink = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        for (const line of chunk.toString().split('\n')) if (line) this.logs.push(JSON.parse(line) as Log);
+        cb();
+      },
+    });
+    return createLogger({ level: 'debug', destination: sink });
+  }
+
+  start(): this {
+    this.done = this.agent.run(this.controller.signal);
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.controller.abort();
+    await this.done;
+  }
+
+  /** How many log lines have this message (or one it matches), of this event if one is given. */
+  count(msg: string | RegExp, eventId?: string): number {
+    return this.logs.filter((l) => (eventId === undefined || l.eventId === eventId) && (typeof msg === 'string' ? l.msg === msg : msg.test(String(l.msg)))).length;
+  }
+}
+
+/** Polls `probe` every `everyMs` until it gives something other than undefined or false. */
+export async function until<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 5_000,
+  everyMs = 10,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
