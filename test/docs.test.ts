@@ -17,3 +17,31 @@ test('the README lists every control API route', () => {
     assert.ok(readme.includes(`${route.method} ${path}`), `README does not mention ${route.method} ${path}`);
   }
 });
+
+test('every relative link in the README and docs/ points at a file and heading that exist', async () => {
+  const { existsSync, readdirSync } = await import('node:fs');
+  const { dirname, join, resolve } = await import('node:path');
+  const root = new URL('..', import.meta.url).pathname;
+  const files = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  // GitHub's anchors: lower case, punctuation dropped, spaces to hyphens.
+  const anchor = (heading: string) =>
+    heading
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
+  const headings = (file: string) =>
+    new Set([...readFileSync(file, 'utf8').matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)));
+  const broken: string[] = [];
+  for (const file of files) {
+    const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/i.test(target!)) continue;
+      const [path, hash] = target!.split('#') as [string, string | undefined];
+      const abs = path === '' ? join(root, file) : resolve(dirname(join(root, file)), path);
+      if (!existsSync(abs)) broken.push(`${file}: ${target} (no such file)`);
+      else if (hash !== undefined && abs.endsWith('.md') && !headings(abs).has(hash)) broken.push(`${file}: ${target} (no such heading)`);
+    }
+  }
+  assert.deepEqual(broken, []);
+});

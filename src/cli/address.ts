@@ -1,5 +1,6 @@
 // HOST:PORT flags and the URLs printed for them.
 import { isIP } from 'node:net';
+import { isLoopbackHost } from '../emulator/control/request-guard.js';
 import { UsageError } from './errors.js';
 
 export interface HostPort {
@@ -37,7 +38,5 @@ export function parseHostPort(text: string, flag: string): HostPort {
   return { host, port };
 }
 
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127\./.test(h) || /^::ffff:127\./.test(h);
-}
+/** The control API's own rule for what reaches only this machine, so the CLI's warning and the guard agree. */
+export const isLoopback = isLoopbackHost;

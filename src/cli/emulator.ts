@@ -4,11 +4,15 @@ import { LATEST_API_VERSION } from '../protocol/versions.js';
 import { DEFAULT_FIRST_CALL_DELAY_SECONDS, type ActivationOptions } from '../emulator/engine/activation.js';
 import { MAX_FIRST_CALL_DELAY_SECONDS, parseTimingFactor } from '../emulator/engine/timing.js';
 import { Emulator } from '../emulator/emulator.js';
+import { DEFAULT_HISTORY_LIMIT } from '../emulator/engine/engine.js';
 import { DEFAULT_RATE_LIMIT } from '../emulator/rate-limit.js';
-import { FleetFileError, loadFleetFile } from '../emulator/fleet-file.js';
+import { DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER_KIB, MAX_STREAMS_RANGE, STREAM_BUFFER_KIB_RANGE } from '../emulator/control/stream.js';
+import { FleetFileError, MAX_FLEET_VMS, MAX_REQUEST_VMS_RANGE, loadFleetFile } from '../emulator/fleet-file.js';
 import { StateFileError } from '../emulator/state-file.js';
 import type { VmSpec } from '../emulator/engine/fleet.js';
+import { normalizeAllowedHost } from '../emulator/control/request-guard.js';
 import { isLoopback, parseHostPort, type HostPort } from './address.js';
+import { resolveToken } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 export const DEFAULT_IMDS = '127.0.0.1:8169';
@@ -22,11 +26,17 @@ export interface RawEmulatorFlags {
   timing?: string;
   clock?: string;
   rateLimit?: string;
+  historyLimit?: string;
   activation?: string;
   activationDelay?: string;
   state?: string;
   token?: string;
+  tokenFile?: string;
+  allowHost?: string[];
   logLevel?: string;
+  maxStreams?: string;
+  streamBufferKib?: string;
+  maxRequestVms?: string;
 }
 
 export interface EmulatorCliOptions {
@@ -37,10 +47,21 @@ export interface EmulatorCliOptions {
   timingFactor: number;
   clock: 'system' | 'manual';
   rateLimit: number;
+  /** Ended events, finished operations and deleted VMs kept; the engine's default when absent. */
+  historyLimit?: number | undefined;
   activation: ActivationOptions;
   statePath?: string | undefined;
   token?: string | undefined;
+  /** Where the token came from, when from a file: the banner's curl lines read it from there. */
+  tokenFile?: string | undefined;
+  /** Host names, besides loopback ones, that the control API answers without a token. */
+  allowHosts?: string[] | undefined;
+  /** Things to tell the user on stderr at start, such as a token visible in `ps`. */
+  warnings?: string[] | undefined;
   logLevel: string;
+  maxStreams: number;
+  streamBufferKiB: number;
+  maxRequestVms: number;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -61,11 +82,17 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
   if (rateText.trim() === '' || !Number.isFinite(rateLimit) || rateLimit < 0) {
     throw new UsageError(`--rate-limit must be a number of requests a second, 0 or more (0 turns it off), got "${rateText}"`);
   }
+  const historyLimit = parseHistoryLimit(flags.historyLimit);
   const logLevel = flags.logLevel ?? env.FOREWARN_LOG_LEVEL ?? 'warn';
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
-  // An empty FOREWARN_TOKEN means unset; an empty --token is a mistake.
-  const token = flags.token ?? (env.FOREWARN_TOKEN || undefined);
-  if (token !== undefined && token.trim() === '') throw new UsageError('--token must not be empty');
+  const { token, warnings } = resolveToken(flags, env);
+  const allowHosts = (flags.allowHost ?? []).map((name) => {
+    try {
+      return normalizeAllowedHost(name);
+    } catch (err) {
+      throw new UsageError(`--allow-host: ${(err as Error).message}`);
+    }
+  });
   let fleet: VmSpec[] | undefined;
   if (flags.fleet !== undefined) {
     try {
@@ -75,6 +102,9 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
       throw err;
     }
   }
+  const maxStreams = wholeNumber('--max-streams', flags.maxStreams, DEFAULT_MAX_STREAMS, MAX_STREAMS_RANGE);
+  const streamBufferKiB = wholeNumber('--stream-buffer-kib', flags.streamBufferKib, DEFAULT_STREAM_BUFFER_KIB, STREAM_BUFFER_KIB_RANGE);
+  const maxRequestVms = wholeNumber('--max-request-vms', flags.maxRequestVms, MAX_FLEET_VMS, MAX_REQUEST_VMS_RANGE);
   return {
     imds: parseHostPort(flags.imds ?? DEFAULT_IMDS, '--imds'),
     control: parseHostPort(flags.control ?? DEFAULT_CONTROL, '--control'),
@@ -83,11 +113,36 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
     timingFactor,
     clock,
     rateLimit,
+    historyLimit,
     activation,
     statePath: flags.state,
-    token: token || undefined,
+    token,
+    tokenFile: flags.tokenFile,
+    allowHosts,
+    warnings,
     logLevel,
+    maxStreams,
+    streamBufferKiB,
+    maxRequestVms,
   };
+}
+
+function parseHistoryLimit(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(n)) {
+    throw new UsageError(`--history-limit must be a whole number of ended events to keep, 0 or more (0 keeps none), got "${text}"`);
+  }
+  return n;
+}
+
+function wholeNumber(flag: string, text: string | undefined, fallback: number, range: { min: number; max: number }): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!/^\s*\d+\s*$/.test(text) || n < range.min || n > range.max) {
+    throw new UsageError(`${flag} must be a whole number from ${range.min} to ${range.max}, got "${text}"`);
+  }
+  return n;
 }
 
 function parseActivation(mode: string, delayText: string | undefined): ActivationOptions {
@@ -113,10 +168,11 @@ export interface RunningEmulator {
 
 /** Creates and starts the emulator and prints where it is; does not install signal handlers. */
 export async function startEmulator(options: EmulatorCliOptions, io: Io, logStream?: NodeJS.WritableStream): Promise<RunningEmulator> {
+  for (const warning of options.warnings ?? []) io.stderr(`forewarn: warning: ${warning}\n`);
   if (!isLoopback(options.control.host) && options.token === undefined) {
     io.stderr(
       `forewarn: warning: the control API on ${options.control.host} is reachable from other machines and has no token; ` +
-        'anyone who can reach it can change the fleet. Pass --token or FOREWARN_TOKEN.\n',
+        'anyone who can reach it can change the fleet. Set FOREWARN_TOKEN or pass --token-file FILE.\n',
     );
   }
   let emulator: Emulator;
@@ -126,9 +182,14 @@ export async function startEmulator(options: EmulatorCliOptions, io: Io, logStre
       clock: options.clock,
       timingFactor: options.timingFactor,
       rateLimit: options.rateLimit,
+      historyLimit: options.historyLimit,
       activation: options.activation,
       token: options.token,
+      allowHosts: options.allowHosts,
       statePath: options.statePath,
+      maxStreams: options.maxStreams,
+      streamBufferBytes: options.streamBufferKiB * 1024,
+      maxRequestVms: options.maxRequestVms,
       logger: options.logLevel === 'silent' ? false : { level: options.logLevel, stream: logStream ?? process.stderr },
     });
   } catch (err) {
@@ -171,7 +232,8 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
   const vm = vms[0];
   if (vm !== undefined) {
     const prefix = vms.length > 1 ? `/vms/${vm}` : '';
-    const auth = options.token !== undefined ? ` -H "Authorization: Bearer $FOREWARN_TOKEN"` : '';
+    const bearer = options.tokenFile !== undefined ? `$(cat ${shellQuote(options.tokenFile)})` : '$FOREWARN_TOKEN';
+    const auth = options.token !== undefined ? ` -H "Authorization: Bearer ${bearer}"` : '';
     lines.push(
       '',
       `Read ${vm}'s Scheduled Events document:`,
@@ -203,6 +265,10 @@ function round(n: number): string {
   return String(Math.round(n * 1000) / 1000);
 }
 
+function shellQuote(text: string): string {
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
 function summarize(names: string[]): string {
   return names.length <= 5 ? names.join(', ') : `${names.slice(0, 5).join(', ')}, …`;
 }
@@ -220,10 +286,23 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     .option('--timing <realistic|dev|FACTOR>', 'speed of every duration: realistic, dev (60x faster) or a factor', 'realistic')
     .option('--clock <system|manual>', 'system time, or a clock moved through the control API', 'system')
     .option('--rate-limit <N>', 'IMDS requests a second per VM before 429; 0 turns it off', String(DEFAULT_RATE_LIMIT))
+    .option(
+      '--history-limit <N>',
+      `ended events, finished operations and deleted VMs the emulator keeps, oldest out first; 0 keeps none (default ${DEFAULT_HISTORY_LIMIT})`,
+    )
     .option('--activation <realistic|off>', "realistic: a VM's first request enables Scheduled Events after a delay", 'off')
     .option('--activation-delay <SECONDS>', `with --activation realistic, how long a first request is held: 0-${MAX_FIRST_CALL_DELAY_SECONDS} (default ${DEFAULT_FIRST_CALL_DELAY_SECONDS})`)
     .option('--state <FILE>', 'keep state in FILE across restarts')
-    .option('--token <TOKEN>', 'bearer token the control API requires (env FOREWARN_TOKEN)')
+    .option('--token <TOKEN>', 'bearer token the control API requires; `ps` shows it, so prefer env FOREWARN_TOKEN or --token-file')
+    .option('--token-file <FILE>', 'read the bearer token from FILE (mode 600), so it stays out of `ps`')
+    .option(
+      '--allow-host <NAME>',
+      'also answer requests without a token sent to this host name or address (repeatable); loopback names always work',
+      (name: string, names: string[] | undefined) => [...(names ?? []), name],
+    )
+    .option('--max-streams <N>', `event streams (GET /v1/stream) open at once; more get 503 (default ${DEFAULT_MAX_STREAMS})`)
+    .option('--stream-buffer-kib <N>', `unsent KiB a stream may hold before the emulator drops it (default ${DEFAULT_STREAM_BUFFER_KIB})`)
+    .option('--max-request-vms <N>', `most VMs one control API request may build, e.g. a posted scenario's fleet (default ${MAX_FLEET_VMS}); --fleet files are not limited`)
     .option('--log-level <LEVEL>', 'server log level on stderr (env FOREWARN_LOG_LEVEL)')
     .action(async (flags: RawEmulatorFlags) => {
       const options = parseEmulatorOptions(flags, io.env);

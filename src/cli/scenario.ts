@@ -9,7 +9,7 @@ import { ScenarioError, loadScenarioFile } from '../emulator/scenarios/load.js';
 import { runScenario } from '../emulator/scenarios/runner.js';
 import { parseHostPort, type HostPort } from './address.js';
 import { DEFAULT_IMDS } from './emulator.js';
-import { callControl } from './control-api.js';
+import { callControl, resolveToken } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 /** [choice] A manual-clock run posted to an emulator should answer at once; this covers a slow machine. */
@@ -23,6 +23,7 @@ export interface RawScenarioRunFlags {
   imds?: string;
   control?: string;
   token?: string;
+  tokenFile?: string;
   json?: boolean;
 }
 
@@ -35,6 +36,8 @@ export interface ScenarioRunRequest {
   imds: HostPort;
   controlUrl: string | undefined;
   token: string | undefined;
+  /** About how the token was given (on argv, in a file others can read). */
+  warnings?: string[];
   json: boolean;
 }
 
@@ -82,8 +85,8 @@ export function parseScenarioRunArgs(target: string, flags: RawScenarioRunFlags,
     throw new UsageError('--imds needs --clock system: a manual-clock run is instant, with no IMDS to watch');
   }
   const imds = parseHostPort(flags.imds ?? DEFAULT_IMDS, '--imds');
-  const token = flags.token ?? (env.FOREWARN_TOKEN || undefined);
-  return { scenario: resolveScenario(target), timing: flags.timing, timingFactor, clock, imds, controlUrl, token, json: flags.json ?? false };
+  const { token, warnings } = resolveToken(flags, env);
+  return { scenario: resolveScenario(target), timing: flags.timing, timingFactor, clock, imds, controlUrl, token, warnings, json: flags.json ?? false };
 }
 
 function timingName(factor: number): string {
@@ -243,9 +246,12 @@ export function registerScenarioCommand(program: Command, io: Io): void {
     .option('--clock <manual|system>', 'manual runs instantly (default); system plays it in real time on an emulator')
     .option('--imds <HOST:PORT>', `with --clock system: where its IMDS listens (default ${DEFAULT_IMDS})`)
     .option('--control <URL>', 'run it on the emulator at this control API instead')
-    .option('--token <TOKEN>', 'bearer token of that control API (env FOREWARN_TOKEN)')
+    .option('--token <TOKEN>', 'bearer token of that control API; `ps` shows it, so prefer env FOREWARN_TOKEN or --token-file')
+    .option('--token-file <FILE>', 'read the bearer token from FILE, so it stays out of `ps`')
     .option('--json', 'print the report as JSON')
     .action(async (target: string, flags: RawScenarioRunFlags) => {
-      await runScenarioCommand(parseScenarioRunArgs(target, flags, io.env), io);
+      const request = parseScenarioRunArgs(target, flags, io.env);
+      for (const warning of request.warnings ?? []) io.stderr(`forewarn: warning: ${warning}\n`);
+      await runScenarioCommand(request, io);
     });
 }

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { formatIso, parseEventTime } from '../protocol/time.js';
 import { OPERATION_TYPES, isOperationType } from '../emulator/engine/operations.js';
-import { callControl } from './control-api.js';
+import { callControl, resolveToken } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 export const DEFAULT_CONTROL_URL = 'http://127.0.0.1:8170';
@@ -20,12 +20,15 @@ export interface RawTriggerFlags {
   description?: string;
   force?: boolean;
   token?: string;
+  tokenFile?: string;
   json?: boolean;
 }
 
 export interface TriggerRequest {
   controlUrl: string;
   token?: string | undefined;
+  /** About how the token was given (on argv, in a file others can read). */
+  warnings?: string[];
   json: boolean;
   body: {
     type: string;
@@ -79,8 +82,8 @@ export function parseTriggerArgs(operation: string, flags: RawTriggerFlags, env:
     throw new UsageError(`--control must be a URL such as ${DEFAULT_CONTROL_URL}, got "${controlUrl}"`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--control must be an http(s) URL, got "${controlUrl}"`);
-  const token = flags.token ?? env.FOREWARN_TOKEN;
-  return { controlUrl, token: token || undefined, json: flags.json ?? false, body };
+  const { token, warnings } = resolveToken(flags, env);
+  return { controlUrl, token, warnings, json: flags.json ?? false, body };
 }
 
 interface RollingStep {
@@ -148,9 +151,12 @@ export function registerTriggerCommand(program: Command, io: Io): void {
     .option('--duration <SECONDS>', 'DurationInSeconds')
     .option('--description <TEXT>', 'Description')
     .option('--force', 'allow a NotBefore earlier than the minimum notice')
-    .option('--token <TOKEN>', 'bearer token of the control API (env FOREWARN_TOKEN)')
+    .option('--token <TOKEN>', 'bearer token of the control API; `ps` shows it, so prefer env FOREWARN_TOKEN or --token-file')
+    .option('--token-file <FILE>', 'read the bearer token from FILE, so it stays out of `ps`')
     .option('--json', 'print the JSON answer')
     .action(async (operation: string, flags: RawTriggerFlags) => {
-      await runTrigger(parseTriggerArgs(operation, flags, io.env), io);
+      const request = parseTriggerArgs(operation, flags, io.env);
+      for (const warning of request.warnings ?? []) io.stderr(`forewarn: warning: ${warning}\n`);
+      await runTrigger(request, io);
     });
 }

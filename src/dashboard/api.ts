@@ -8,6 +8,7 @@ import type {
   OperationResponse,
   ScenarioRun,
 } from '../emulator/control/schemas.js';
+import { MAX_PAGE_LIMIT } from '../emulator/engine/paging.js';
 
 export type { ClockResponse, EndedEventResponse, EventResponse, FleetResponse, OperationResponse, ScenarioRun };
 export type Fault = FaultResponse;
@@ -84,8 +85,23 @@ export class ControlApi {
 
   fleet = () => this.request<FleetResponse>('GET', '/v1/fleet');
   events = () => this.request<{ events: EventResponse[] }>('GET', '/v1/events').then((r) => r.events);
-  history = () => this.request<{ events: EndedEventResponse[] }>('GET', '/v1/history').then((r) => r.events);
-  operations = () => this.request<{ operations: OperationResponse[] }>('GET', '/v1/operations').then((r) => r.operations);
+  /** The `limit` events that ended last, the latest first: one page, no more. */
+  history = (limit: number) =>
+    this.request<{ events: EndedEventResponse[]; next: string | null }>('GET', `/v1/history?limit=${limit}`).then((r) => r.events);
+
+  /** Every operation in this state, newest first, following the pages to the end. */
+  operations = async (status: OperationResponse['status']): Promise<OperationResponse[]> => {
+    const all: OperationResponse[] = [];
+    let before: string | null = null;
+    do {
+      const query = new URLSearchParams({ status, limit: String(MAX_PAGE_LIMIT) });
+      if (before !== null) query.set('before', before);
+      const page = await this.request<{ operations: OperationResponse[]; next: string | null }>('GET', `/v1/operations?${query}`);
+      all.push(...page.operations);
+      before = page.next;
+    } while (before !== null);
+    return all;
+  };
   clock = () => this.request<ClockResponse>('GET', '/v1/clock');
   faults = () => this.request<{ faults: Fault[] }>('GET', '/v1/faults').then((r) => r.faults);
   scenarios = () => this.request<{ scenarios: ScenarioInfo[] }>('GET', '/v1/scenarios').then((r) => r.scenarios);

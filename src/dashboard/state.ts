@@ -12,13 +12,16 @@ import {
   type OperationResponse,
   type ScenarioInfo,
 } from './api.js';
+import { TIMELINE_HISTORY } from './components/Timeline.js';
 import { ms } from './format.js';
 import { keepLive, type LinkState } from './live.js';
 
 export interface Model {
   fleet: FleetResponse | null;
   events: EventResponse[];
+  /** The TIMELINE_HISTORY events that ended last, the latest first: what the timeline draws. */
   history: EndedEventResponse[];
+  /** Running operations only: what the rolling-update progress shows. */
   operations: OperationResponse[];
   clock: ClockResponse | null;
   faults: Fault[];
@@ -92,8 +95,9 @@ export function useDashboard(): Dashboard {
           await Promise.all([
             want.has('fleet') && api.fleet().then((v) => void (next.fleet = v)),
             want.has('events') && api.events().then((v) => void (next.events = v)),
-            want.has('history') && api.history().then((v) => void (next.history = v)),
-            want.has('operations') && api.operations().then((v) => void (next.operations = v)),
+            // Only what the page shows: history and finished operations can run to --history-limit.
+            want.has('history') && api.history(TIMELINE_HISTORY).then((v) => void (next.history = v)),
+            want.has('operations') && api.operations('running').then((v) => void (next.operations = v)),
             want.has('clock') &&
               api.clock().then((v) => {
                 next.clock = v;

@@ -3,11 +3,14 @@ import type { Clock } from './engine/clock.js';
 import type { Engine } from './engine/engine.js';
 import type { FaultRegistry } from './faults.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { Durable } from './state/acknowledge.js';
 
 export interface ImdsContext {
   engine: Engine;
   faults: FaultRegistry;
   rateLimiter: RateLimiter;
+  /** With --state: approvals are answered once saved. */
+  durable?: Durable | undefined;
 }
 
 export interface ControlContext {
@@ -15,6 +18,13 @@ export interface ControlContext {
   clock: Clock;
   faults: FaultRegistry;
   rateLimiter: RateLimiter;
+  /** With --state: changes are answered once saved. */
+  durable?: Durable | undefined;
   /** Bearer token every control request must carry; none means open (loopback by default). */
   token?: string | undefined;
+  /**
+   * Host names or addresses, besides loopback ones, that requests without a token may be sent to
+   * (`--allow-host`). Read at each request, so the emulator can add the name it listens on.
+   */
+  allowHosts?: readonly string[] | undefined;
 }

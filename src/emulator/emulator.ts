@@ -12,7 +12,8 @@ import { buildControlServer } from './control/server.js';
 import { FaultRegistry } from './faults.js';
 import { buildImdsServer } from './imds/server.js';
 import { DEFAULT_RATE_LIMIT, RateLimiter } from './rate-limit.js';
-import { StateFileError, StateFileWriter, loadStateFile } from './state-file.js';
+import { StateFileError, StateFileWriter, readStateFile } from './state-file.js';
+import type { FileOps } from '../shared/atomic-file.js';
 
 export interface EmulatorOptions {
   /** Absent: one standalone VM named vm0. */
@@ -23,8 +24,20 @@ export interface EmulatorOptions {
   activation?: ActivationOptions;
   /** Requests a second per VM; 0 turns the limit off. */
   rateLimit?: number;
+  /** Ended events, finished operations and deleted VMs kept; DEFAULT_HISTORY_LIMIT by default, 0 keeps none. */
+  historyLimit?: number;
   token?: string;
+  /** Host names or addresses, besides loopback ones and the one it listens on, that the control API answers without a token. */
+  allowHosts?: readonly string[];
   statePath?: string;
+  /** The state file's file calls; tests inject failures and count fsyncs. */
+  stateFileOps?: FileOps;
+  /** The most VMs one control API request may build; MAX_FLEET_VMS by default. */
+  maxRequestVms?: number;
+  /** Streams open at once on GET /v1/stream before 503; DEFAULT_MAX_STREAMS by default. */
+  maxStreams?: number;
+  /** A stream's unsent backlog past which it is dropped; DEFAULT_STREAM_BUFFER_KIB KiB by default. */
+  streamBufferBytes?: number;
   logger?: boolean | object;
   newId?: () => string;
 }
@@ -42,6 +55,8 @@ const MAX_TIMER_MS = 60_000;
 
 export class Emulator {
   readonly #stateWriter: StateFileWriter | undefined;
+  /** The control API's allowed Host names; listen adds the name it binds. */
+  #allowHosts: string[] = [];
   #timer: NodeJS.Timeout | undefined;
   #timerAt: number | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -64,7 +79,8 @@ export class Emulator {
   static async create(options: EmulatorOptions = {}): Promise<Emulator> {
     const statePath = options.statePath;
     // Read the state first: a corrupt file must stop us before anything could overwrite it.
-    const snapshot = statePath === undefined ? undefined : loadStateFile(statePath);
+    const contents = statePath === undefined ? undefined : readStateFile(statePath);
+    const snapshot = contents?.snapshot;
     const clock = makeClock(options.clock, snapshot);
     const timing = new Timing(options.timingFactor ?? 1);
     const engine = new Engine({
@@ -73,6 +89,7 @@ export class Emulator {
       fleet: options.fleet ?? DEFAULT_FLEET,
       ...(options.activation ? { activation: options.activation } : {}),
       ...(options.newId ? { newId: options.newId } : {}),
+      ...(options.historyLimit !== undefined ? { historyLimit: options.historyLimit } : {}),
     });
     if (snapshot) {
       try {
@@ -85,18 +102,31 @@ export class Emulator {
     const faults = new FaultRegistry();
     const rateLimiter = new RateLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT);
     const serverOptions = options.logger === undefined ? {} : { logger: options.logger };
-    const imds = buildImdsServer({ engine, faults, rateLimiter }, serverOptions);
-    const control = buildControlServer({ engine, clock, faults, rateLimiter, token: options.token }, serverOptions);
+    let writer: StateFileWriter | undefined;
+    // With a state file, responses to changes wait for them to be saved (the writer starts below).
+    const durable = statePath === undefined ? undefined : () => writer!.durable();
+    const imds = buildImdsServer({ engine, faults, rateLimiter, durable }, serverOptions);
+    const allowHosts = [...(options.allowHosts ?? [])];
+    const control = buildControlServer(
+      { engine, clock, faults, rateLimiter, token: options.token, allowHosts, durable },
+      {
+        ...serverOptions,
+        ...(options.maxRequestVms !== undefined ? { maxRequestVms: options.maxRequestVms } : {}),
+        ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
+        ...(options.streamBufferBytes !== undefined ? { streamBufferBytes: options.streamBufferBytes } : {}),
+      },
+    );
     if (snapshot) {
       const message = `restored state from ${statePath}, saved at ${formatIso(snapshot.savedAt)}`;
       if (options.fleet) control.log.warn(`${message}; the fleet given alongside it is ignored (the state file wins)`);
       else control.log.info(message);
+      for (const warning of contents!.warnings) control.log.warn(warning);
     }
-    let writer: StateFileWriter | undefined;
     if (statePath !== undefined) {
-      writer = new StateFileWriter(statePath, engine, (err) =>
-        control.log.error(`cannot save state to ${statePath}: ${err.message}`),
-      );
+      // The writer's errors name the file and the cause; one per failure streak.
+      writer = new StateFileWriter(statePath, engine, (err) => control.log.error(err.message), {
+        ...(options.stateFileOps ? { ops: options.stateFileOps } : {}),
+      });
       try {
         writer.start();
       } catch (err) {
@@ -105,6 +135,7 @@ export class Emulator {
       }
     }
     const emulator = new Emulator(engine, clock, faults, rateLimiter, imds, control, snapshot ? statePath : undefined, writer);
+    emulator.#allowHosts = allowHosts;
     emulator.#startTimer();
     return emulator;
   }
@@ -118,6 +149,8 @@ export class Emulator {
       await this.imds.close();
       throw err;
     }
+    // [choice] The name or address the control API was told to listen on is its own; a wildcard is no name.
+    if (!WILDCARD_HOSTS.has(options.control.host)) this.#allowHosts.push(options.control.host);
     return {
       imdsUrl: urlFor(options.imds.host, (this.imds.server.address() as AddressInfo).port),
       controlUrl: urlFor(options.control.host, (this.control.server.address() as AddressInfo).port),
@@ -190,8 +223,11 @@ function makeClock(option: EmulatorOptions['clock'], snapshot: EngineSnapshot | 
   return option;
 }
 
+/** Hosts that mean "every address" to listen. */
+const WILDCARD_HOSTS = new Set(['', '0.0.0.0', '::']);
+
 /** A URL a local client can use; a wildcard bind is reached through loopback. */
 export function urlFor(host: string, port: number): string {
-  const h = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  const h = WILDCARD_HOSTS.has(host) ? (host === '::' ? '::1' : '127.0.0.1') : host;
   return `http://${isIP(h) === 6 ? `[${h}]` : h}:${port}`;
 }

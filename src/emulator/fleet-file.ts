@@ -5,7 +5,7 @@ import { extname } from 'node:path';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { EngineError } from './engine/errors.js';
-import { Fleet, TENANT_KINDS, type VmSpec } from './engine/fleet.js';
+import { Fleet, TENANT_KINDS, fleetRuleFields, type VmSpec } from './engine/fleet.js';
 import {
   AVAILABILITY_SET_DEFAULTS,
   FleetGeneratorError,
@@ -17,6 +17,7 @@ import {
 } from './fleet-generator.js';
 import { VmSpecSchema } from './vm-spec.js';
 import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
+import { plainData } from '../shared/yaml-data.js';
 
 export class FleetFileError extends Error {
   override name = 'FleetFileError';
@@ -87,6 +88,56 @@ const FleetDocument = z.strictObject({
 type FleetDocument = z.infer<typeof FleetDocument>;
 
 
+/**
+ * [choice] The most VMs one control API request may build (a scenario's fleet), unless the emulator
+ * is started with `--max-request-vms N`. Building is synchronous; at this size a build costs a few
+ * tens of ms, so IMDS answers are never held up for long. Fleet files given on the command line are
+ * the operator's own and are read before the emulator listens: they are not limited by this.
+ */
+export const MAX_FLEET_VMS = 2000;
+/** What `--max-request-vms` may be set to: up to what one generate entry may make. */
+export const MAX_REQUEST_VMS_RANGE = { min: 1, max: MAX_GENERATED_VMS } as const;
+
+/** What a fleet section would build, counted on the raw data before any schema check or generation. */
+export function countFleetVms(data: unknown): { vms: number; hostNames: number; tenants: number } {
+  const list = (key: string): unknown[] => {
+    const v = isObject(data) && Object.hasOwn(data, key) ? data[key] : undefined;
+    return Array.isArray(v) ? v : [];
+  };
+  const num = (entry: unknown, key: string): number => {
+    const v = isObject(entry) && Object.hasOwn(entry, key) ? entry[key] : undefined;
+    return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0;
+  };
+  let vms = list('vms').length;
+  let hostNames = 0;
+  // Declared tenants cost work even without VMs: a scale set makes one per placement group.
+  let tenants = list('tenants').length;
+  for (const s of list('scaleSets')) {
+    vms += num(s, 'instances');
+    hostNames = Math.max(hostNames, num(s, 'hosts'));
+    tenants += Math.max(1, num(s, 'placementGroups'));
+  }
+  for (const g of list('generate')) {
+    vms += num(g, 'availabilitySets') * num(g, 'vmsPerSet');
+    hostNames = Math.max(hostNames, num(g, 'hosts'));
+    tenants += num(g, 'availabilitySets');
+  }
+  return { vms, hostNames, tenants };
+}
+
+/** Why a fleet sent in one request is too big to build, or null; `option` names the setting that raises the limit. */
+export function requestFleetTooBig(data: unknown, limit: number, option = '--max-request-vms'): string | null {
+  const { vms, hostNames, tenants } = countFleetVms(data);
+  if (vms > limit) return `the fleet has ${vms} VMs; one request builds at most ${limit} (${option}), or give a large fleet to --fleet`;
+  if (hostNames > limit) return `a host count of ${hostNames} makes too many hosts; one request builds at most ${limit} (${option})`;
+  if (tenants > limit) return `the fleet declares ${tenants} tenants; one request builds at most ${limit} (${option})`;
+  return null;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
 /** One problem at a place in the file. */
 interface Problem {
   path: Path;
@@ -123,7 +174,7 @@ export function parseFleet(text: string, file: string): VmSpec[] {
     const e = doc.errors[0]!;
     fail(e.pos[0], `${json ? 'JSON' : 'YAML'} syntax error: ${e.message}`);
   }
-  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  const data = plainData(doc, fail);
   if (data === null || data === undefined) fail(0, 'the file is empty; expected a mapping with "vms"');
 
   const parsed = FleetDocument.safeParse(data);
@@ -139,7 +190,32 @@ export function parseFleet(text: string, file: string): VmSpec[] {
   }
   // Sections are read in the order written, so a duplicate is reported where it occurs second.
   const order = Object.keys(data as object) as (keyof FleetDocument)[];
-  return resolveFleet(parsed.data, order, (problem) => problemError(doc, file, lineCounter, [problem]));
+  const error = (problem: Problem) => problemError(doc, file, lineCounter, [problem]);
+  checkTotal(parsed.data, order, error);
+  return resolveFleet(parsed.data, order, error);
+}
+
+/**
+ * [choice] The most VMs one fleet file makes in all: the largest fleet the emulator aims to hold.
+ * Each entry is already capped; this stops many entries adding up past it, before anything is generated.
+ */
+export const MAX_FILE_FLEET_VMS = MAX_GENERATED_VMS;
+
+function checkTotal(fleetDoc: FleetDocument, order: readonly (keyof FleetDocument)[], error: (p: Problem) => FleetFileError): void {
+  let total = 0;
+  const add = (n: number, path: Path) => {
+    // An entry too big on its own is reported by the generator, in its own words.
+    if (n > MAX_GENERATED_VMS) return;
+    total += n;
+    if (total > MAX_FILE_FLEET_VMS) {
+      throw error({ path, message: `brings the fleet to ${total} VMs with the entries before it; a fleet file makes at most ${MAX_FILE_FLEET_VMS}` });
+    }
+  };
+  for (const section of order) {
+    if (section === 'vms') add(fleetDoc.vms!.length, ['vms']);
+    else if (section === 'scaleSets') fleetDoc.scaleSets!.forEach((s, i) => add(s.instances ?? 0, ['scaleSets', i, 'instances']));
+    else if (section === 'generate') fleetDoc.generate!.forEach((g, i) => add(g.availabilitySets * g.vmsPerSet, ['generate', i, 'vmsPerSet']));
+  }
 }
 
 function cleanMessage(message: string): string {
@@ -160,28 +236,6 @@ function problemError(doc: Document, file: string, lineCounter: LineCounter, pro
 
 
 
-
-/** Which fields an engine rule complains about, by the start of its message; the first one written is blamed. */
-const RULE_FIELDS: readonly [RegExp, readonly (keyof VmSpec)[]][] = [
-  [/^VM name/, ['name']],
-  [/^a VM named/, ['name']],
-  [/^tenant name/, ['tenant']],
-  [/^tenant '.*' is a standalone/, ['tenant']],
-  [/^tenant '.*' is an? /, ['tenantKind']],
-  [/^tenant '.*' has \d+ fault domains/, ['faultDomainCount']],
-  [/^tenant '.*' has \d+ update domains/, ['updateDomainCount']],
-  [/^faultDomainCount/, ['faultDomainCount']],
-  [/^faultDomain /, ['faultDomain']],
-  [/^updateDomainCount/, ['updateDomainCount']],
-  [/^updateDomain /, ['updateDomain']],
-  [/^scaleSet applies/, ['scaleSet']],
-  [/^scale set name/, ['scaleSet']],
-  [/^address/, ['address']],
-  [/^terminateNotificationMinutes/, ['terminateNotificationMinutes']],
-  [/^osImageNotification/, ['osImageNotification']],
-  [/^host name/, ['host']],
-  [/^host '.*' already carries/, ['faultDomain', 'host']],
-];
 
 type Section = 'vms' | 'scaleSets' | 'generate';
 
@@ -310,6 +364,13 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
       });
     }
   }
+  // A declared tenant that no VM joins is almost always a misspelt tenant on a VM.
+  const joined = new Set(records.map((r) => r.spec.tenant ?? r.spec.name));
+  fleetDoc.tenants?.forEach((t, i) => {
+    if (!joined.has(t.name)) {
+      throw error({ path: ['tenants', i, 'name'], message: `tenant '${t.name}' is declared but no VM is in it` });
+    }
+  });
   if (records.length === 0) {
     throw error({
       path: fleetDoc.vms ? ['vms'] : [],
@@ -348,7 +409,7 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
       fleet.add(record.spec);
     } catch (err) {
       if (!(err instanceof EngineError)) throw err;
-      const fields = RULE_FIELDS.find(([re]) => re.test(err.message))?.[1] ?? [];
+      const fields = fleetRuleFields(err.message);
       const path = blame(fleetDoc, record, fields, tenants, placement);
       throw error({ path, message: `VM '${record.spec.name}': ${err.message}` });
     }

@@ -323,7 +323,7 @@ describe('activation and host or tenant targets', () => {
     try {
       const io = captureIo();
       assert.equal(await run(['trigger', 'host-update', '--tenant', 'web', '--control', controlUrl], io), 0, io.err);
-      const [op] = emulator.engine.operations();
+      const [op] = emulator.engine.operations().items;
       const [event] = emulator.engine.events();
       assert.equal(op!.tenant, 'web');
       assert.deepEqual(event!.resources, ['web0']);
@@ -368,7 +368,7 @@ describe('activation and host or tenant targets', () => {
       ]);
       for (const e of events) assert.match(io.out, new RegExp(`^event ${e.id}$`, 'm'));
       assert.doesNotMatch(io.out, /rolling/);
-      assert.equal(emulator.engine.operations()[0]!.host, 'rack1-host1');
+      assert.equal(emulator.engine.operations().items[0]!.host, 'rack1-host1');
 
       const refused = captureIo();
       assert.equal(await run(['trigger', 'restart', '--host', 'rack1-host1', '--control', controlUrl], refused), 1);

@@ -183,7 +183,7 @@ describe('forewarn approve', () => {
     const unknown = '00000000-0000-0000-0000-000000000000';
     const io = captureIo();
     assert.equal(await run(['approve', id, unknown, '--endpoint', imdsUrl], io), 1);
-    assert.match(io.err, new RegExp(`^forewarn: approving ${id} ${unknown}: IMDS at ${escape(imdsUrl)} answered 400: EventId ${unknown} was never issued\\n$`));
+    assert.match(io.err, new RegExp(`^forewarn: approving ${id} ${unknown}: IMDS at ${escape(imdsUrl)} answered 400: unknown EventId \\(never issued, or ended longer ago than the emulator keeps: --history-limit\\): ${unknown}\\n$`));
     assert.equal(io.out, '');
     assert.equal(emulator.engine.event(id).status, 'Scheduled');
   });

@@ -36,7 +36,7 @@ describe('Emulator', () => {
       const doc = emulator.engine.documentFor('a');
       assert.deepEqual(doc.events, []);
       assert.equal(doc.incarnation, 4);
-      const ended = emulator.engine.operations()[0]!;
+      const ended = emulator.engine.operations().items[0]!;
       assert.deepEqual(ended.events, [id]);
     } finally {
       await emulator.close();

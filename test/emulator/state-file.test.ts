@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { constants, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
 import { ManualClock } from '../../src/emulator/engine/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
@@ -59,7 +60,7 @@ describe('state file validation', () => {
     ['not JSON', '{"format": "forewarn-state", "version": 1,', /is not valid JSON/],
     ['empty', '', /is empty/],
     ['another format', '{"hello": 1}', /not a forewarn state file/],
-    ['another version', '{"format": "forewarn-state", "version": 2}', /version 2 is not supported/],
+    ['another version', '{"format": "forewarn-state", "version": 3}', /version 3 is not supported; this forewarn reads versions 1 and 2/],
   ];
   for (const [name, text, expected] of cases) {
     it(`rejects a file that is ${name}, naming it, and leaves it untouched`, async () => {
@@ -87,27 +88,45 @@ describe('state file validation', () => {
     writeFileSync(path, text);
     await assert.rejects(Emulator.create({ clock: 'manual', statePath: path }), (err: unknown) => {
       assert.ok(err instanceof StateFileError);
-      assert.match(err.message, new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid state file: events\\[0\\]\\.status: `));
+      assert.match(err.message, new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:\\d+: invalid state file: events\\[0\\]\\.status: `));
       return true;
     });
     assert.equal(readFileSync(path, 'utf8'), text);
   });
 
-  it('reports a state the engine cannot restore', async () => {
+  it('refuses a state the engine could not restore, naming the field', async () => {
     const path = join(freshDir(), 'state.json');
     const snapshot = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] }).snapshot();
     snapshot.vms.push({ ...snapshot.vms[0]! });
     writeFileSync(path, JSON.stringify(snapshot));
-    await assert.rejects(Emulator.create({ clock: 'manual', statePath: path }), /cannot be restored: a VM named 'a' already exists/);
+    await assert.rejects(Emulator.create({ clock: 'manual', statePath: path }), /invalid state file: vms\[1\]\.name: VM 'a': a VM named 'a' already exists/);
+  });
+
+  it('creates a missing state directory, private (0700), and the file 0600', async () => {
+    const path = join(freshDir(), 'new', 'deeper', 'state.json');
+    const emulator = await Emulator.create({ clock: 'manual', statePath: path });
+    await emulator.close();
+    assert.equal(statSync(dirname(path)).mode & 0o777, 0o700);
+    assert.equal(statSync(path).mode & 0o777, 0o600);
   });
 
   it('fails at start when the state file cannot be written', async () => {
-    const path = join(freshDir(), 'no-such-dir', 'state.json');
-    await assert.rejects(Emulator.create({ clock: 'manual', statePath: path }), (err: unknown) => {
+    const dir = freshDir();
+    const path = join(dir, 'state.json');
+    // Root writes anywhere, so the refusal is injected: every open for writing fails as on a read-only mount.
+    const readOnly: FileOps = {
+      ...nodeFileOps,
+      openSync: (p, flags, mode) => {
+        if (flags & constants.O_WRONLY) throw Object.assign(new Error(`EROFS: read-only file system, open '${p}'`), { code: 'EROFS' });
+        return nodeFileOps.openSync(p, flags, mode);
+      },
+    };
+    await assert.rejects(Emulator.create({ clock: 'manual', statePath: path, stateFileOps: readOnly }), (err: unknown) => {
       assert.ok(err instanceof StateFileError);
-      assert.match(err.message, /cannot write the state file/);
+      assert.match(err.message, /cannot write the state file: EROFS/);
       return true;
     });
+    assert.deepEqual(readdirSync(dir), []);
   });
 });
 

@@ -1,6 +1,8 @@
-// Reads server-sent events from /v1/stream, for the control API's stream tests.
+// Reads server-sent events from /v1/stream, and counts the engine subscriptions behind them, for the
+// control API's stream tests.
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ChangeListener, Engine } from '../../src/emulator/engine/engine.js';
 
 export interface SseMessage {
   event: string;
@@ -105,4 +107,19 @@ export async function openSse(url: string, headers: Record<string, string> = {})
   assert.equal(res.status, 200, `GET ${url}: ${res.status}`);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
   return { res, sse: new SseReader(res.body!.getReader()), abort: () => controller.abort() };
+}
+
+/** Counts the engine's live change subscriptions, so a test can see a stream take hold of the engine and let go. */
+export function countChangeListeners(engine: Engine): () => number {
+  let listeners = 0;
+  const onChange = engine.onChange.bind(engine);
+  engine.onChange = (listener: ChangeListener) => {
+    listeners += 1;
+    const off = onChange(listener);
+    return () => {
+      listeners -= 1;
+      return off();
+    };
+  };
+  return () => listeners;
 }

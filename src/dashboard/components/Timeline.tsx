@@ -5,11 +5,12 @@ import { clockTime, fullTime, ms } from '../format.js';
 interface Props {
   fleet: FleetResponse | null;
   events: EventResponse[];
+  /** The latest to end first, TIMELINE_HISTORY of them at most. */
   history: EndedEventResponse[];
   now: number;
 }
 
-/** [choice] The most recent ended events drawn; older ones stay in GET /v1/history. */
+/** [choice] The most recent ended events drawn, and all the page fetches; older ones stay in GET /v1/history. */
 export const TIMELINE_HISTORY = 200;
 
 interface Span {
@@ -26,7 +27,7 @@ const STEPS_S = [1, 5, 15, 30, 60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 
 
 function spans(events: EventResponse[], history: EndedEventResponse[], now: number): Span[] {
   const out: Span[] = [];
-  for (const e of history.slice(-TIMELINE_HISTORY)) {
+  for (const e of history.slice(0, TIMELINE_HISTORY)) {
     const ended = ms(e.endedAt);
     const started = e.startedAt === null ? null : ms(e.startedAt);
     for (const vm of e.resources) {

@@ -2,7 +2,10 @@
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { API_VERSIONS, LATEST_API_VERSION } from '../../protocol/versions.js';
+import { PAGE_PARAMETERS, STATUS_PARAMETER } from './page-query.js';
 import { registry } from './schemas.js';
+import { DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER_KIB } from './stream.js';
+import { MAX_FLEET_VMS } from '../fleet-file.js';
 
 type Json = Record<string, unknown>;
 
@@ -72,7 +75,13 @@ export const ROUTES: readonly RouteDoc[] = [
     body: 'OperationBody',
     responses: { 201: 'OperationCreated', 400: 'Error', 404: 'Error', 409: 'Error' },
   },
-  { method: 'GET', path: '/v1/operations', summary: 'Every operation so far', responses: { 200: 'OperationList' } },
+  {
+    method: 'GET',
+    path: '/v1/operations',
+    summary: 'Operations, newest first, a page at a time: every running one, and finished ones up to --history-limit',
+    query: [...PAGE_PARAMETERS, STATUS_PARAMETER],
+    responses: { 200: 'OperationList', 400: json('Error', 'A bad limit, before or status; the message names it') },
+  },
   {
     method: 'GET',
     path: '/v1/operations/:id',
@@ -84,8 +93,11 @@ export const ROUTES: readonly RouteDoc[] = [
   {
     method: 'GET',
     path: '/v1/history',
-    summary: 'Every event that has ended since the last reset, as it was when it ended, in the order they ended',
-    responses: { 200: 'History' },
+    summary:
+      'Events that have ended since the last reset, as they were when they ended, the latest to end first, a page at a time; ' +
+      'the emulator keeps the last --history-limit of them',
+    query: [...PAGE_PARAMETERS],
+    responses: { 200: 'History', 400: json('Error', 'A bad limit or before; the message names it') },
   },
   {
     method: 'POST',
@@ -140,6 +152,7 @@ export const ROUTES: readonly RouteDoc[] = [
       400: 'Error',
       404: 'Error',
       409: json('Error', "timing differs from the emulator's"),
+      413: json('Error', `Body larger than 1 MiB, or a fleet of more VMs than one request may build (--max-request-vms, ${MAX_FLEET_VMS} by default)`),
     },
   },
   { method: 'GET', path: '/v1/scenarios', summary: 'The built-in scenarios', responses: { 200: 'ScenarioList' } },
@@ -161,8 +174,15 @@ export const ROUTES: readonly RouteDoc[] = [
       200: {
         description:
           'An event stream. `hello` (data: StreamHello) on connect; `document` (data: StreamDocument) per changed VM; ' +
-          'with include=changes, `changed` (data: StreamChanged); a `: keep-alive` comment every 15 s.',
+          'with include=changes, `changed` (data: StreamChanged); a `: keep-alive` comment every 15 s. ' +
+          `A client that stops reading is reset once more than ${DEFAULT_STREAM_BUFFER_KIB} KiB (--stream-buffer-kib) wait unsent for it; ` +
+          'reconnect, and treat the new `hello` as "fetch everything afresh".',
         content: { 'text/event-stream': { schema: { type: 'string' } } },
+      },
+      503: {
+        description: `${DEFAULT_MAX_STREAMS} streams (--max-streams) are already open`,
+        headers: { 'Retry-After': { description: 'Seconds to wait before trying again', schema: { type: 'integer' } } },
+        content: { 'application/json': { schema: ref('Error') } },
       },
     },
   },
@@ -179,11 +199,13 @@ const STATUS_TEXT: Record<number, string> = {
   201: 'Created',
   400: 'Bad request: the message names the field',
   401: 'Missing or wrong bearer token',
+  403: 'Sent by another web page (Origin, Sec-Fetch-Site) or to a Host name that is neither loopback nor allowed (--allow-host); the message says which',
   404: 'Unknown VM, host, tenant, event or route',
   405: 'The path does not take this method',
   409: 'Conflicts with the current state',
   413: 'Body larger than 1 MiB',
   415: 'Body is not application/json',
+  503: 'The change was made in memory but could not be saved to the state file (--state); the message names the file and the cause',
 };
 
 function toOpenApiPath(path: string): string {
@@ -211,17 +233,22 @@ function componentSchemas(): Record<string, Json> {
   );
 }
 
-function operation(route: RouteDoc, secured: boolean): Json {
+function operation(route: RouteDoc, secured: boolean, durable: boolean): Json {
   const responses: Record<string, Json> = {};
   for (const [status, r] of Object.entries(route.responses)) {
     responses[status] = typeof r === 'string' ? json(r, STATUS_TEXT[Number(status)] ?? 'Response') : r;
   }
   if (route.body !== undefined) {
     responses['400'] ??= json('Error', STATUS_TEXT[400]!);
-    responses['413'] = json('Error', STATUS_TEXT[413]!);
+    // A route may say more (POST /v1/scenarios: the fleet size limit too).
+    responses['413'] ??= json('Error', STATUS_TEXT[413]!);
     responses['415'] = json('Error', STATUS_TEXT[415]!);
   }
+  // With a state file a change is answered once saved; a failed save turns its success into 503.
+  if (durable && (route.method === 'POST' || route.method === 'DELETE')) responses['503'] ??= json('Error', STATUS_TEXT[503]!);
   if (secured) responses['401'] = json('Error', STATUS_TEXT[401]!);
+  // Without a token the request guard answers instead; with one, the token decides.
+  else responses['403'] = json('Error', STATUS_TEXT[403]!);
   const params = [...(route.path.matchAll(/:([A-Za-z_]\w*)/g))].map((m) => ({
     name: m[1],
     in: 'path',
@@ -255,13 +282,14 @@ function packageVersion(): string {
   }
 }
 
-/** Builds the document; `secured` adds the bearer requirement when the server has a token. */
-export function buildOpenApiDocument(options: { secured?: boolean } = {}): Json {
+/** Builds the document; `secured` adds the bearer requirement when the server has a token, `durable` the 503 of a failed save. */
+export function buildOpenApiDocument(options: { secured?: boolean; durable?: boolean } = {}): Json {
   const secured = options.secured ?? false;
+  const durable = options.durable ?? false;
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of ROUTES) {
     const p = (paths[toOpenApiPath(route.path)] ??= {});
-    p[route.method.toLowerCase()] = operation(route, secured);
+    p[route.method.toLowerCase()] = operation(route, secured, durable);
   }
   return {
     openapi: '3.1.0',
@@ -270,7 +298,9 @@ export function buildOpenApiDocument(options: { secured?: boolean } = {}): Json 
       version: packageVersion(),
       description:
         'Drives the local Scheduled Events emulator: fleet, maintenance operations, events, clock, faults. ' +
-        'Every error is {"error": "..."}; an unknown route gets 404 and a known path with the wrong method 405.',
+        'Every error is {"error": "..."}; an unknown route gets 404 and a known path with the wrong method 405. ' +
+        'Without a token, a request sent by another web page (an Origin other than the API\'s own, or Sec-Fetch-Site cross-site or same-site) ' +
+        'or to a Host name that is neither loopback nor allowed with --allow-host gets 403; with a token, the token decides.',
     },
     paths,
     components: {

@@ -8,6 +8,7 @@ import { parseTimingFactor } from '../engine/timing.js';
 import type { Scenario, ScenarioReport } from '../scenarios/format.js';
 import { builtinScenarioNames, builtinScenarios, loadBuiltinScenario } from '../scenarios/library.js';
 import { ScenarioError, scenarioFromObject } from '../scenarios/load.js';
+import { MAX_FLEET_VMS, requestFleetTooBig } from '../fleet-file.js';
 import { runScenario } from '../scenarios/runner.js';
 import { ScenarioBody, describeIssues, type ScenarioRun } from './schemas.js';
 
@@ -23,8 +24,20 @@ interface RunEntry extends ScenarioRun {
 
 const fail = (statusCode: number, message: string) => Object.assign(new Error(message), { statusCode });
 
+export interface ScenarioRouteOptions {
+  /** The most VMs a posted scenario's fleet may have; MAX_FLEET_VMS by default. */
+  maxRequestVms?: number | undefined;
+}
+
 /** `notify` tells the live stream a run began or ended; the engine, clock and faults report their own changes. */
-export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext, notify: (topic: 'scenarios') => void = () => {}): void {
+export function registerScenarioRoutes(
+  app: FastifyInstance,
+  ctx: ControlContext,
+  notify: (topic: 'scenarios') => void = () => {},
+  options: ScenarioRouteOptions = {},
+): void {
+  const maxRequestVms = options.maxRequestVms ?? MAX_FLEET_VMS;
+  if (!Number.isSafeInteger(maxRequestVms) || maxRequestVms < 1) throw new RangeError(`maxRequestVms must be a whole number of 1 or more, got ${maxRequestVms}`);
   const { engine, faults, rateLimiter } = ctx;
   const runs = new Map<string, RunEntry>();
   const json = (entry: RunEntry): ScenarioRun => ({ run: entry.run, status: entry.status, report: entry.report });
@@ -52,6 +65,10 @@ export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext
       if (!builtin) throw fail(404, `no built-in scenario named '${body.name}'; built-ins: ${builtinScenarioNames().join(', ')}`);
       scenario = builtin;
     } else {
+      // Counted on the raw body before anything is parsed or generated: a few bytes can ask for a million VMs.
+      const fleet = typeof body.scenario === 'object' && body.scenario !== null ? (body.scenario as { fleet?: unknown }).fleet : undefined;
+      const tooBig = requestFleetTooBig(fleet, maxRequestVms);
+      if (tooBig) throw fail(413, `scenario.fleet: ${tooBig}`);
       try {
         scenario = scenarioFromObject(body.scenario);
       } catch (err) {
@@ -59,6 +76,8 @@ export function registerScenarioRoutes(app: FastifyInstance, ctx: ControlContext
         throw fail(400, `scenario${err.path === '' ? '' : err.path.startsWith('[') ? err.path : `.${err.path}`}: ${err.problem}`);
       }
     }
+    // Checking and installing a fleet are each synchronous: let waiting IMDS requests in between the two.
+    await new Promise((resolve) => setImmediate(resolve));
 
     // [choice] A new scenario replaces the fleet, so a run still going would only fail: stop it.
     for (const entry of runs.values()) entry.controller?.abort();

@@ -197,7 +197,14 @@ export const OperationResponse = z
   .register(registry, { id: 'Operation' });
 export type OperationResponse = z.infer<typeof OperationResponse>;
 
-export const OperationList = z.object({ operations: z.array(OperationResponse) }).register(registry, { id: 'OperationList' });
+/** A paged list's cursor (engine/paging.ts). */
+const NextCursor = z
+  .union([z.string(), z.null()])
+  .meta({ description: 'Pass as `before` to get the next page (older items); null on the last page' });
+
+export const OperationList = z
+  .object({ operations: z.array(OperationResponse), next: NextCursor })
+  .register(registry, { id: 'OperationList', description: 'Operations, newest first, a page at a time' });
 export const OperationEnvelope = z.object({ operation: OperationResponse }).register(registry, { id: 'OperationEnvelope' });
 
 export const EventResponse = z
@@ -240,8 +247,8 @@ export const EndedEventResponse = EventResponse.omit({ job: true })
   .register(registry, { id: 'EndedEvent', description: 'An event that has ended, as it was when it ended' });
 export type EndedEventResponse = z.infer<typeof EndedEventResponse>;
 export const History = z
-  .object({ events: z.array(EndedEventResponse) })
-  .register(registry, { id: 'History', description: 'Ended events, in the order they ended' });
+  .object({ events: z.array(EndedEventResponse), next: NextCursor })
+  .register(registry, { id: 'History', description: 'Ended events, the latest to end first, a page at a time' });
 export const EventEnvelope = z.object({ event: EventResponse }).register(registry, { id: 'EventEnvelope' });
 
 const WireEvent = z.object({

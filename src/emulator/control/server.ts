@@ -13,6 +13,9 @@ import { vmToSpec, type Vm } from '../engine/fleet.js';
 import type { VmState } from '../engine/vm-state.js';
 import { DASHBOARD_PATHS, registerDashboard } from './dashboard.js';
 import { buildOpenApiDocument, ROUTES } from './openapi.js';
+import { pageQuery, statusQuery } from './page-query.js';
+import { registerRequestGuard } from './request-guard.js';
+import { MAX_PARAM_LENGTH, onControlClientError, onControlFrameworkError } from './framework-errors.js';
 import {
   AdvanceBody,
   ApproveBody,
@@ -31,6 +34,7 @@ import {
 } from './schemas.js';
 import { registerScenarioRoutes } from './scenarios.js';
 import { StreamHub } from './stream.js';
+import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -38,8 +42,14 @@ export interface ControlServerOptions {
   logger?: boolean | object;
   /** Addition: the stream's keep-alive period, so tests need not wait 15 s. */
   streamKeepAliveMs?: number;
+  /** Addition: streams open at once before GET /v1/stream answers 503; DEFAULT_MAX_STREAMS by default. */
+  maxStreams?: number;
+  /** Addition: a stream's unsent backlog past which it is dropped; DEFAULT_STREAM_BUFFER_KIB by default. */
+  streamBufferBytes?: number;
   /** Where the dashboard's built files are; dist/dashboard by default. */
   dashboardDir?: string;
+  /** The most VMs one request may build (`--max-request-vms`); MAX_FLEET_VMS by default. */
+  maxRequestVms?: number | undefined;
 }
 
 /** An error whose status and message go to the client as they are. */
@@ -100,7 +110,7 @@ function eventFields(e: EngineEvent): Omit<EventResponse, 'job'> {
   };
 }
 
-function endedJson(ended: ReturnType<Engine['history']>[number]): EndedEventResponse {
+function endedJson(ended: ReturnType<Engine['history']>['items'][number]): EndedEventResponse {
   return { ...eventFields(ended.event), endedAt: formatIso(ended.endedAt), outcome: ended.cancelled ? 'cancelled' : 'completed' };
 }
 
@@ -209,10 +219,29 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     bodyLimit: BODY_LIMIT_BYTES,
     // Stopping the emulator should not wait for clients' idle or half-open sockets; streams end in preClose.
     forceCloseConnections: true,
+    // What fastify and Node answer by themselves gets the API's own error shape too.
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: onControlFrameworkError,
+    clientErrorHandler: onControlClientError,
+    // fastify's own 503 while closing has its shape; the hook below answers instead.
+    return503OnClosing: false,
   });
-  const hub = new StreamHub(engine, { keepAliveMs: options.streamKeepAliveMs });
+  let closing = false;
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    return reply.code(503).header('connection', 'close').send({ error: 'the emulator is shutting down' });
+  });
+  const hub = new StreamHub(engine, {
+    keepAliveMs: options.streamKeepAliveMs,
+    maxStreams: options.maxStreams,
+    bufferLimitBytes: options.streamBufferBytes,
+    // [choice] One warning per drop, with the client's address, so a stuck reader can be found.
+    onDrop: (drop) => app.log.warn(drop.message),
+  });
   const expectedToken = ctx.token !== undefined && ctx.token !== '' ? digest(ctx.token) : null;
-  const openapi = buildOpenApiDocument({ secured: expectedToken !== null });
+  // [choice] Every POST and DELETE under /v1/ is answered once what changed is saved (scenario runs too, for what they changed before the answer).
+  acknowledgeWhenDurable(app, ctx.durable, (request) => (request.method === 'POST' || request.method === 'DELETE') && request.url.startsWith('/v1/'));
+  const openapi = buildOpenApiDocument({ secured: expectedToken !== null, durable: ctx.durable !== undefined });
 
   // Known paths, for telling 405 from 404.
   const known: { re: RegExp; methods: Set<string> }[] = [];
@@ -244,6 +273,9 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     }
   });
 
+  // Other web pages and rebinding names are refused. [choice] With a token, the token decides for the API; the page stays guarded.
+  registerRequestGuard(app, { allowHosts: ctx.allowHosts ?? [], tokenDecides: expectedToken === null ? undefined : (r) => !isDashboardRequest(r) });
+
   if (expectedToken !== null) {
     app.addHook('onRequest', async (request, reply) => {
       // [choice] The dashboard's page holds no data, so it loads without the token and asks for it.
@@ -258,6 +290,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   const offFaults = faults.onChange(() => hub.notify('faults'));
   const offClock = ctx.clock.onAdvance?.(() => hub.notify('clock'));
   app.addHook('preClose', async () => {
+    closing = true;
     offFaults();
     offClock?.();
     hub.closeAll();
@@ -353,7 +386,10 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     return reply.code(201).send(created);
   });
 
-  app.get('/v1/operations', async () => ({ operations: engine.operations().map(operationJson) }));
+  app.get('/v1/operations', async (request) => {
+    const page = engine.operations({ ...pageQuery(request.query), status: statusQuery(request.query) });
+    return { operations: page.items.map(operationJson), next: page.next };
+  });
 
   app.get<{ Params: { id: string } }>('/v1/operations/:id', async (request) => ({
     operation: operationJson(engine.operation(request.params.id)),
@@ -361,7 +397,10 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
 
   app.get('/v1/events', async () => ({ events: engine.events().map((e) => eventJson(engine, e)) }));
 
-  app.get('/v1/history', async () => ({ events: engine.history().map(endedJson) }));
+  app.get('/v1/history', async (request) => {
+    const page = engine.history(pageQuery(request.query));
+    return { events: page.items.map(endedJson), next: page.next };
+  });
 
   app.get<{ Params: { id: string } }>('/v1/events/:id', async (request) => ({
     event: eventJson(engine, engine.event(request.params.id)),
@@ -427,7 +466,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     return { ok: true };
   });
 
-  registerScenarioRoutes(app, ctx, (topic) => hub.notify(topic));
+  registerScenarioRoutes(app, ctx, (topic) => hub.notify(topic), { maxRequestVms: options.maxRequestVms });
 
   // ---- stream and description ----------------------------------------------------------
 
@@ -436,6 +475,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     if (include !== undefined && include !== 'changes') {
       return reply.code(400).send({ error: `include=${JSON.stringify(include)} is not known; the only value is "changes"` });
     }
+    const refused = hub.refusal();
+    if (refused) return reply.code(503).header('retry-after', String(refused.retryAfterSeconds)).send({ error: refused.error });
     reply.hijack();
     hub.open(reply.raw, { changes: include === 'changes' });
   });

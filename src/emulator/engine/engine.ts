@@ -12,6 +12,7 @@ import {
   type ActivationStatus,
 } from './activation.js';
 import type { Clock } from './clock.js';
+import { ChangeLog, TrackedMap, takeTable, type PairsDelta, type TableDelta } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import {
@@ -21,6 +22,7 @@ import {
   isOperationType,
   type OperationType,
 } from './operations.js';
+import { pageNewestFirst, type Page, type PageRequest } from './paging.js';
 import { planSteps, type RollingStep } from './rolling.js';
 import { Schedule, type Due } from './schedule.js';
 import { DEGRADED_HARDWARE_NOTICE_SECONDS, OS_IMAGE_NOTICE_SECONDS, ROLLING_STEP_GAP_SECONDS, Timing } from './timing.js';
@@ -61,14 +63,19 @@ export interface EndedEvent {
   resources: string[];
   endedAt: number;
   cancelled: boolean;
+  /** Rises with each event that ends: the order of history and its page cursors. */
+  seq: number;
   /** The event as it was when it ended; null in state files written before history was kept. */
   event: EngineEvent | null;
 }
 
-export type OperationStatus = 'running' | 'completed' | 'cancelled';
+export const OPERATION_STATUSES = ['running', 'completed', 'cancelled'] as const;
+export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
 export interface Operation {
   id: string;
+  /** Rises with each operation created: the order of the list and its page cursors. */
+  seq: number;
   type: OperationType;
   createdAt: number;
   /** Every VM the operation targets, however it was addressed. */
@@ -114,18 +121,36 @@ export interface DocumentState {
   events: EventView[];
 }
 
+/** As a state file holds it: files written before sequence numbers have none. */
+export type Saved<T extends { seq: number }> = Omit<T, 'seq'> & { seq?: number };
+
+/** 2 since the state file became a log (a snapshot, then changes); the snapshot's shape is version 1's. */
+export const SNAPSHOT_VERSION = 2;
+
 export interface EngineSnapshot {
   format: 'forewarn-state';
-  version: 1;
+  version: typeof SNAPSHOT_VERSION;
   savedAt: number;
   initialFleet: VmSpec[];
   vms: VmSpec[];
   events: EngineEvent[];
-  ended: EndedEvent[];
-  operations: Operation[];
+  ended: Saved<EndedEvent>[];
+  operations: Saved<Operation>[];
   incarnations: Record<string, number>;
   activation?: Record<string, ActivationState>;
   deleted?: DeletedVm[];
+}
+
+/** What changed since the previous take (see changes.ts): a state file appends this instead of rewriting everything. */
+export interface EngineDelta {
+  savedAt: number;
+  vms?: TableDelta<VmSpec>;
+  events?: TableDelta<EngineEvent>;
+  ended?: TableDelta<Saved<EndedEvent>>;
+  operations?: TableDelta<Saved<Operation>>;
+  incarnations?: PairsDelta<number>;
+  activation?: PairsDelta<ActivationState>;
+  deleted?: TableDelta<DeletedVm>;
 }
 
 export type ChangeListener = (vms: readonly string[]) => void;
@@ -137,13 +162,24 @@ export interface EngineOptions {
   newId?: () => string;
   /** Off by default: every VM sees its events from the start. */
   activation?: ActivationOptions;
+  /** How many ended events, finished operations and deleted VMs to keep; DEFAULT_HISTORY_LIMIT when absent. */
+  historyLimit?: number;
 }
 
 /** [choice] A VM's first document has incarnation 1, as in the seed's example sequence. */
 export const FIRST_INCARNATION = 1;
 
+/**
+ * [choice] Ended events (and finished operations, deleted VMs) kept: one page at the largest page
+ * size, five times what the dashboard's timeline draws, and about 1.4 MB of memory and state file.
+ */
+export const DEFAULT_HISTORY_LIMIT = 1000;
+
 /** Clients compute NotBefore from their own clock; this much skew still counts as meeting the notice. */
 const NOTICE_TOLERANCE_MS = 1000;
+
+/** Below this many entries the schedule is never compacted: stale entries then cost nothing. */
+const SCHEDULE_COMPACT_MIN = 1024;
 
 const ceilToSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
 
@@ -153,18 +189,26 @@ export class Engine {
   readonly fleet: Fleet;
   readonly #newId: () => string;
   #initialFleet: VmSpec[] = [];
-  readonly #live = new Map<string, EngineEvent>();
+  /** Which entities changed since the state file last took them; declared before the maps it tracks. */
+  readonly #changes = new ChangeLog();
+  readonly #vmChanges = this.#changes.table<string>();
+  readonly #live = new TrackedMap<string, EngineEvent>(this.#changes);
   readonly #byTenant = new Map<string, EngineEvent[]>();
-  readonly #ended = new Map<string, EndedEvent>();
-  readonly #operations = new Map<string, Operation>();
+  readonly #ended = new TrackedMap<string, EndedEvent>(this.#changes);
+  readonly #operations = new TrackedMap<string, Operation>(this.#changes);
   /** Live events of each job. */
   readonly #jobs = new Map<string, EngineEvent[]>();
   /** The host update in progress for each tenant: routine maintenance never overlaps within a tenant. */
   readonly #maintenance = new Map<string, string>();
   readonly #activationOptions: ActivationOptions;
-  readonly #activation = new Map<string, ActivationState>();
-  readonly #incarnations = new Map<string, number>();
-  readonly #deleted = new Map<string, DeletedVm>();
+  readonly #activation = new TrackedMap<string, ActivationState>(this.#changes);
+  readonly #incarnations = new TrackedMap<string, number>(this.#changes);
+  readonly #deleted = new TrackedMap<string, DeletedVm>(this.#changes);
+  readonly #historyLimit: number;
+  /** Finished operations in the order they finished: the oldest goes first past the limit. */
+  readonly #finished = new Set<string>();
+  /** Never goes back, not even on reset, so no cursor handed out can come to mean a newer item. */
+  #nextSeq = 0;
   readonly #schedule = new Schedule();
   readonly #touched = new Set<string>();
   readonly #listeners = new Set<ChangeListener>();
@@ -178,6 +222,10 @@ export class Engine {
     this.#newId = options.newId ?? (() => randomUUID().toUpperCase());
     this.#activationOptions = options.activation ?? { mode: 'off' };
     checkActivation(this.#activationOptions);
+    this.#historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+    if (!Number.isInteger(this.#historyLimit) || this.#historyLimit < 0) {
+      throw invalid(`historyLimit must be an integer of 0 or more, got ${String(options.historyLimit)}`);
+    }
     this.fleet = new Fleet(this.#newId);
     for (const spec of options.fleet ?? []) this.#addVm(spec);
     this.#initialFleet = this.#fleetSpecs();
@@ -223,12 +271,11 @@ export class Engine {
     return this.#ended.has(id.toUpperCase());
   }
 
-  /** Ended events whose history is known, in the order they ended. */
-  history(): (EndedEvent & { event: EngineEvent })[] {
+  /** Ended events whose history is known, newest first, a page at a time. */
+  history(request: PageRequest = {}): Page<EndedEvent & { event: EngineEvent }> {
     this.tick();
-    return [...this.#ended.values()]
-      .filter((e): e is EndedEvent & { event: EngineEvent } => e.event !== null)
-      .map((e) => ({ ...e, resources: [...e.resources], event: cloneEvent(e.event) }));
+    const page = pageNewestFirst([...this.#ended.values()], request, (e): e is EndedEvent & { event: EngineEvent } => e.event !== null);
+    return { items: page.items.map((e) => ({ ...e, resources: [...e.resources], event: cloneEvent(e.event) })), next: page.next };
   }
 
   /** What each VM is going through now; a VM missing from the map is running. */
@@ -249,9 +296,15 @@ export class Engine {
     return [...this.#deleted.values()].map((d) => ({ ...d }));
   }
 
-  operations(): Operation[] {
+  /** Operations newest first, a page at a time; `status` keeps only those in that state. */
+  operations(request: PageRequest & { status?: OperationStatus | undefined } = {}): Page<Operation> {
     this.tick();
-    return [...this.#operations.values()].map((o) => structuredClone(o));
+    const { status } = request;
+    if (status !== undefined && !OPERATION_STATUSES.includes(status)) {
+      throw invalid(`status: must be one of ${OPERATION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+    }
+    const page = pageNewestFirst([...this.#operations.values()], request, (o): o is Operation => status === undefined || o.status === status);
+    return { items: page.items.map((o) => structuredClone(o)), next: page.next };
   }
 
   operation(id: string): Operation {
@@ -276,6 +329,11 @@ export class Engine {
     this.fleet.get(name);
     const state = this.#activation.get(name) ?? { enabledAt: null, enablingAt: null, lastRequestAt: null };
     return { status: statusOf(state, this.#activationOptions.mode), ...state };
+  }
+
+  /** Entries waiting in the schedule, stale ones included: for tests and benchmarks. */
+  get pendingTransitions(): number {
+    return this.#schedule.size;
   }
 
   /** When the next lifecycle transition is due, for runtimes that sleep until then. */
@@ -311,6 +369,7 @@ export class Engine {
     if (!state) this.#activation.set(name, (state = { enabledAt: null, enablingAt: null, lastRequestAt: null }));
     const firstIdleCheck = state.lastRequestAt === null;
     state.lastRequestAt = now;
+    this.#activation.changes.updated(name);
     if (state.enabledAt !== null) {
       if (firstIdleCheck) this.#schedule.push(now + idleMs(this.timing), name, 'idle');
       return { delayMs: 0 };
@@ -391,6 +450,7 @@ export class Engine {
 
     const operation: Operation = {
       id: this.#newId().toLowerCase(),
+      seq: this.#nextSeq++,
       type,
       createdAt: now,
       vms: vms.map((vm) => vm.name),
@@ -429,6 +489,7 @@ export class Engine {
     }
     if (type === 'host-update' && plans.length > 0) for (const t of tenants) this.#maintenance.set(t, operation.id);
     this.#settle(operation);
+    this.#operations.changes.updated(operation.id);
     this.#mutated = true;
     this.#commit();
     return structuredClone(operation);
@@ -447,7 +508,7 @@ export class Engine {
     for (const raw of ids) {
       const id = raw.toUpperCase();
       const known = this.#live.get(id) ?? this.#ended.get(id);
-      if (!known) throw invalid(`EventId ${raw} was never issued`);
+      if (!known) throw invalid(`unknown EventId (never issued, or ended longer ago than the emulator keeps: --history-limit): ${raw}`);
       if (!this.#visible(vm, known)) throw invalid(`EventId ${raw} is not an event that VM '${vm.name}' can see`);
       const live = this.#live.get(id);
       if (live) toApprove.push(live);
@@ -456,6 +517,7 @@ export class Engine {
     for (const event of toApprove) {
       if (event.status !== 'Scheduled' || event.approvals.some((a) => a.vm === vm.name)) continue;
       event.approvals.push({ vm: vm.name, at: now });
+      this.#live.changes.updated(event.id);
       this.#mutated = true;
       this.#startJobIfApproved(event.jobId, now);
     }
@@ -544,6 +606,7 @@ export class Engine {
     this.#activation.clear();
     this.#schedule.clear();
     this.#deleted.clear();
+    this.#finished.clear();
   }
 
   /** Identifies a VM's visible events and their states, to tell whether its document changed. */
@@ -559,7 +622,7 @@ export class Engine {
   snapshot(): EngineSnapshot {
     return {
       format: 'forewarn-state',
-      version: 1,
+      version: SNAPSHOT_VERSION,
       savedAt: this.now(),
       initialFleet: structuredClone(this.#initialFleet),
       vms: this.#fleetSpecs(),
@@ -571,6 +634,38 @@ export class Engine {
       // Not deletedVms(): its tick would change the state halfway through the snapshot.
       deleted: [...this.#deleted.values()].map((d) => ({ ...d })),
     };
+  }
+
+  /**
+   * What changed since the previous take, for a state file that appends changes rather than
+   * rewriting everything; 'everything' on the first take and after a reset or restore, when
+   * the caller saves a whole snapshot instead. Values are copies.
+   */
+  takeDelta(): EngineDelta | 'everything' {
+    if (this.#changes.restart()) {
+      this.#vmChanges.clear();
+      return 'everything';
+    }
+    const delta: EngineDelta = { savedAt: this.now() };
+    const vms = takeTable(this.#vmChanges, (name) => this.fleet.vms.get(name), (vm) => vmToSpec(vm, this.fleet.tenantOf(vm)));
+    const events = takeTable(this.#live.changes, (id) => this.#live.get(id), cloneEvent);
+    const ended = takeTable(this.#ended.changes, (id) => this.#ended.get(id), (e) => structuredClone(e));
+    const operations = takeTable(this.#operations.changes, (id) => this.#operations.get(id), (o) => structuredClone(o));
+    const incarnations = takeTable(this.#incarnations.changes, (name) => this.#incarnations.get(name), (n, name): [string, number] => [name, n]);
+    const activation = takeTable(
+      this.#activation.changes,
+      (name) => this.#activation.get(name),
+      (a, name): [string, ActivationState] => [name, { ...a }],
+    );
+    const deleted = takeTable(this.#deleted.changes, (name) => this.#deleted.get(name), (d) => ({ ...d }));
+    if (vms) delta.vms = vms;
+    if (events) delta.events = events;
+    if (ended) delta.ended = ended;
+    if (operations) delta.operations = operations;
+    if (incarnations) delta.incarnations = incarnations;
+    if (activation) delta.activation = activation;
+    if (deleted) delta.deleted = deleted;
+    return delta;
   }
 
   /** Replaces all state with a snapshot, then applies whatever fell due while it was saved. */
@@ -586,12 +681,16 @@ export class Engine {
       if (event.status === 'Scheduled') this.#schedule.push(event.notBefore, event.id, 'start');
       else if (event.endsAt !== null) this.#schedule.push(event.endsAt, event.id, 'end');
     }
-    for (const e of snapshot.ended) this.#ended.set(e.id, structuredClone(e));
+    const { ended, operations, next } = sequenced(snapshot, this.#nextSeq);
+    this.#nextSeq = next;
+    for (const e of ended) this.#ended.set(e.id, e);
     for (const d of snapshot.deleted ?? []) if (!this.fleet.vms.has(d.name)) this.#deleted.set(d.name, { ...d });
-    for (const o of snapshot.operations) {
-      const op = structuredClone(o);
+    for (const op of operations) {
       this.#operations.set(op.id, op);
-      if (op.status !== 'running') continue;
+      if (op.status !== 'running') {
+        this.#finished.add(op.id);
+        continue;
+      }
       if (op.type === 'host-update') for (const vm of op.vms) this.#maintenance.set(this.fleet.vms.get(vm)?.tenant ?? vm, op.id);
       const pending = op.steps?.find((step) => step.status === 'pending' && step.at !== null);
       if (pending) this.#schedule.push(pending.at!, op.id, 'step');
@@ -612,6 +711,7 @@ export class Engine {
 
   #addVm(spec: VmSpec): Vm {
     const vm = this.fleet.add(spec);
+    this.#vmChanges.inserted(vm.name);
     this.#deleted.delete(vm.name);
     this.#mutated = true;
     // A returning name must not show an old incarnation with new events.
@@ -625,6 +725,7 @@ export class Engine {
     const vm = this.fleet.get(name);
     this.#touched.add(name);
     this.fleet.remove(name);
+    this.#vmChanges.deleted(name);
     if (deletedBy) {
       const { tenant, host, faultDomain, updateDomain } = vm;
       this.#deleted.set(name, { name, tenant, host, faultDomain, updateDomain, deletedAt: deletedBy.at, operation: deletedBy.operation });
@@ -725,6 +826,7 @@ export class Engine {
     };
     this.#insert(event);
     operation.events.push(event.id);
+    this.#operations.changes.updated(operation.id);
     if (profile.startsAtOnce) this.#start(event, at, 'failure');
     else this.#schedule.push(event.notBefore, event.id, 'start');
     return event;
@@ -736,6 +838,7 @@ export class Engine {
     if (operation.events.some((id) => this.#live.has(id))) return;
     if (operation.steps?.some((step) => step.status === 'pending' || step.status === 'scheduled' || step.status === 'started')) return;
     operation.status = operation.events.length > 0 && operation.events.every((id) => this.#ended.get(id)?.cancelled) ? 'cancelled' : 'completed';
+    this.#finished.add(operation.id);
     this.#release(operation);
   }
 
@@ -753,6 +856,7 @@ export class Engine {
       step.status = 'cancelled';
       for (const s of steps) if (s.status === 'pending') s.status = 'cancelled';
       operation.status = 'cancelled';
+      this.#finished.add(operation.id);
       this.#release(operation);
       return;
     }
@@ -772,6 +876,7 @@ export class Engine {
       .filter((vm): vm is Vm => vm !== undefined && vm.tenant === operation.tenant && vm.faultDomain === step.faultDomain);
     if (members.length === 0) {
       step.status = 'skipped';
+      this.#operations.changes.updated(operation.id);
       const next = operation.steps!.find((s) => s.status === 'pending');
       if (next) {
         next.at = at;
@@ -786,6 +891,7 @@ export class Engine {
     });
     step.status = 'scheduled';
     step.events.push(event.id);
+    this.#operations.changes.updated(operation.id);
     this.#mutated = true;
   }
 
@@ -850,6 +956,8 @@ export class Engine {
     event.startedAt = at;
     event.startedBy = cause;
     event.endsAt = at + this.timing.startedMs(event.type, event.durationInSeconds);
+    this.#live.changes.updated(event.id);
+    this.#operations.changes.updated(event.operationId);
     this.#schedule.push(event.endsAt, event.id, 'end');
     this.#touch(event);
     const step = this.#operations.get(event.operationId)?.steps?.find((s) => s.events.includes(event.id));
@@ -866,12 +974,13 @@ export class Engine {
     job.splice(job.indexOf(event), 1);
     if (job.length === 0) this.#jobs.delete(event.jobId);
     // No longer live, so nothing changes it from here on.
-    this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled, event });
+    this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled, seq: this.#nextSeq++, event });
     // A completed Terminate has deleted its VMs.
     if (!cancelled && event.type === 'Terminate') {
       for (const name of event.resources) if (this.fleet.vms.has(name)) this.#removeVm(name, { operation: event.operationId, at });
     }
     const operation = this.#operations.get(event.operationId);
+    if (operation) this.#operations.changes.updated(operation.id);
     if (operation?.steps) this.#advanceRolling(operation, event, at, cancelled);
     else if (operation) this.#settle(operation);
   }
@@ -900,6 +1009,7 @@ export class Engine {
         if (!state || state.enablingAt !== due.at || !this.fleet.vms.has(due.ref)) return;
         state.enablingAt = null;
         state.enabledAt = due.at;
+        this.#activation.changes.updated(due.ref);
         this.#touchVm(due.ref);
         this.#mutated = true;
         this.#schedule.push((state.lastRequestAt ?? due.at) + idleMs(this.timing), due.ref, 'idle');
@@ -916,14 +1026,76 @@ export class Engine {
         // [seed] 24 h without a request: disabled until the next request enables it again.
         this.#touchVm(due.ref);
         state.enabledAt = null;
+        this.#activation.changes.updated(due.ref);
         this.#mutated = true;
         return;
       }
     }
   }
 
+  /**
+   * [choice] The one place anything that ended is forgotten: past historyLimit the oldest ended
+   * event, finished operation and deleted-VM record go first. An ended event stays while its
+   * operation runs, since the operation's outcome is read from its events when it finishes.
+   */
+  #prune(): void {
+    const limit = this.#historyLimit;
+    let excess = this.#ended.size - limit;
+    if (excess > 0) {
+      for (const [id, e] of this.#ended) {
+        if (excess === 0) break;
+        if (e.event !== null && this.#operations.get(e.event.operationId)?.status === 'running') continue;
+        this.#ended.delete(id);
+        excess--;
+      }
+    }
+    for (const id of this.#finished) {
+      if (this.#finished.size <= limit) break;
+      this.#finished.delete(id);
+      this.#operations.delete(id);
+    }
+    for (const name of this.#deleted.keys()) {
+      if (this.#deleted.size <= limit) break;
+      this.#deleted.delete(name);
+    }
+  }
+
+  /**
+   * Drops schedule entries that #apply would ignore, once they outnumber the live work that can
+   * be due (an event, a rolling step, two activation checks a VM): amortized O(1) a change.
+   */
+  #compactSchedule(): void {
+    const live = this.#live.size + this.#maintenance.size + 2 * this.#activation.size;
+    if (this.#schedule.size <= Math.max(SCHEDULE_COMPACT_MIN, 2 * live)) return;
+    this.#schedule.compact((due) => this.#stillDue(due));
+  }
+
+  /** Whether #apply would act on this entry; the same tests, without the action. */
+  #stillDue(due: Due): boolean {
+    switch (due.kind) {
+      case 'start': {
+        const event = this.#live.get(due.ref);
+        return event?.status === 'Scheduled' && event.notBefore === due.at;
+      }
+      case 'end': {
+        const event = this.#live.get(due.ref);
+        return event?.status === 'Started' && event.endsAt === due.at;
+      }
+      case 'step': {
+        const operation = this.#operations.get(due.ref);
+        return operation?.status === 'running' && (operation.steps?.some((s) => s.status === 'pending' && s.at === due.at) ?? false);
+      }
+      case 'enable':
+        return this.#activation.get(due.ref)?.enablingAt === due.at;
+      case 'idle':
+        return (this.#activation.get(due.ref)?.enabledAt ?? null) !== null;
+    }
+  }
+
   /** Every VM whose visible events changed gets exactly one new incarnation. */
   #commit(): void {
+    this.#prune();
+    this.#compactSchedule();
     if (this.#touched.size > 0) {
       const changed = [...this.#touched];
       this.#touched.clear();
@@ -949,6 +1121,20 @@ function toView(e: EngineEvent): EventView {
     source: e.source,
     durationInSeconds: e.durationInSeconds,
   };
+}
+
+/**
+ * Saved ended events and operations as copies in sequence order, and the next sequence number.
+ * Those saved before sequence numbers existed get the next ones, in the order they were saved.
+ */
+function sequenced(snapshot: EngineSnapshot, from: number): { ended: EndedEvent[]; operations: Operation[]; next: number } {
+  let next = from;
+  for (const item of [...snapshot.ended, ...snapshot.operations]) if (item.seq !== undefined) next = Math.max(next, item.seq + 1);
+  const number = <T extends { seq: number }>(saved: readonly Saved<T>[]): T[] =>
+    saved.map((item) => ({ ...structuredClone(item), seq: item.seq ?? next++ }) as T).sort((a, b) => a.seq - b.seq);
+  const ended = number<EndedEvent>(snapshot.ended);
+  const operations = number<Operation>(snapshot.operations);
+  return { ended, operations, next };
 }
 
 function cloneEvent(e: EngineEvent): EngineEvent {

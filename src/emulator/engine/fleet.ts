@@ -106,6 +106,8 @@ export class Fleet {
   readonly tenants = new Map<string, Tenant>();
   readonly hosts = new Map<string, Host>();
   readonly #byAddress = new Map<string, Vm>();
+  /** vmIds are unique, as Azure's are; compared without case, as GUIDs are. */
+  readonly #byVmId = new Map<string, Vm>();
   /** The fault domain of each tenant on each host, how many of its VMs are there, and one of them. */
   readonly #hostDomains = new Map<string, { faultDomain: number; count: number; example: string }>();
 
@@ -187,6 +189,9 @@ export class Fleet {
           `a host lies in one fault domain of each tenant, so '${spec.name}' cannot be in fault domain ${faultDomain} there`,
       );
     }
+    if (spec.vmId !== undefined && this.#byVmId.has(spec.vmId.toLowerCase())) {
+      throw conflict(`vmId ${spec.vmId} already belongs to VM '${this.#byVmId.get(spec.vmId.toLowerCase())!.name}'`);
+    }
     const vm: Vm = {
       name: spec.name,
       vmId: spec.vmId ?? this.newId().toLowerCase(),
@@ -224,6 +229,7 @@ export class Fleet {
     else this.#hostDomains.set(key, { faultDomain: vm.faultDomain, count: 1, example: vm.name });
     this.vms.set(vm.name, vm);
     if (vm.address !== null) this.#byAddress.set(vm.address, vm);
+    this.#byVmId.set(vm.vmId.toLowerCase(), vm);
     return vm;
   }
 
@@ -231,6 +237,7 @@ export class Fleet {
     const vm = this.get(name);
     this.vms.delete(name);
     if (vm.address !== null) this.#byAddress.delete(vm.address);
+    this.#byVmId.delete(vm.vmId.toLowerCase());
     const t = this.tenants.get(vm.tenant);
     t?.vms.delete(name);
     if (t && t.vms.size === 0) this.tenants.delete(t.name);
@@ -272,8 +279,42 @@ export class Fleet {
     this.tenants.clear();
     this.hosts.clear();
     this.#byAddress.clear();
+    this.#byVmId.clear();
     this.#hostDomains.clear();
   }
+}
+
+/** Which fields a rule of `Fleet.resolve` complains about, by the start of its message; kept next to the messages. */
+const RULE_FIELDS: readonly [RegExp, readonly (keyof VmSpec)[]][] = [
+  [/^VM name/, ['name']],
+  [/^a VM named/, ['name']],
+  [/^tenant name/, ['tenant']],
+  [/^tenant '.*' is a standalone/, ['tenant']],
+  [/^tenant '.*' is an? /, ['tenantKind']],
+  [/^tenant '.*' has \d+ fault domains/, ['faultDomainCount']],
+  [/^tenant '.*' has \d+ update domains/, ['updateDomainCount']],
+  [/^faultDomainCount/, ['faultDomainCount']],
+  [/^faultDomain /, ['faultDomain']],
+  [/^updateDomainCount/, ['updateDomainCount']],
+  [/^updateDomain /, ['updateDomain']],
+  [/^scaleSet applies/, ['scaleSet']],
+  [/^scale set name/, ['scaleSet']],
+  [/^address/, ['address']],
+  [/^terminateNotificationMinutes/, ['terminateNotificationMinutes']],
+  [/^osImageNotification/, ['osImageNotification']],
+  [/^host name/, ['host']],
+  [/^host '.*' already carries/, ['faultDomain', 'host']],
+  [/^vmId/, ['vmId']],
+];
+
+/** The spec fields behind a fleet rule's message, most to blame first; empty if unknown. */
+export function fleetRuleFields(message: string): readonly (keyof VmSpec)[] {
+  return RULE_FIELDS.find(([re]) => re.test(message))?.[1] ?? [];
+}
+
+/** The one field most to blame for a fleet rule's message, if known. */
+export function fleetRuleField(message: string): keyof VmSpec | undefined {
+  return fleetRuleFields(message)[0];
 }
 
 /** The plain-data view of a VM, for APIs, fleet files and the state file. */

@@ -61,6 +61,14 @@ export class Schedule {
   clear(): void {
     this.#heap = [];
   }
+
+  /**
+   * Keeps only the entries `keep` accepts. Cancelled and rescheduled work leaves stale entries
+   * that a clock which never reaches their time would hold forever; a sorted array is a heap.
+   */
+  compact(keep: (due: Due) => boolean): void {
+    this.#heap = this.#heap.filter(keep).sort((a, b) => (less(a, b) ? -1 : 1));
+  }
 }
 
 function less(a: Due, b: Due): boolean {

@@ -17,6 +17,7 @@ import type { ImdsContext } from '../context.js';
 import { EngineError, type EngineErrorCode } from '../engine/errors.js';
 import type { Fault } from '../faults.js';
 import { computeMetadata } from './compute.js';
+import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 import { ifNoneMatchHits } from '../../protocol/etag.js';
 import { DocumentCache } from './document-cache.js';
 import { identify, type ImdsPath } from './identity.js';
@@ -92,6 +93,8 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   });
   app.setNotFoundHandler(notFoundOrNotAllowed);
   app.setErrorHandler(onError);
+  // An approval is answered once it is saved; GETs never wait.
+  acknowledgeWhenDurable(app, ctx.durable, (request) => request.method === 'POST');
 
   // Identity, rate limit and faults, shared by both endpoints once the request itself is valid.
   function admit(

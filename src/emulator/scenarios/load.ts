@@ -4,6 +4,7 @@ import { LineCounter, isMap, isNode, isPair, isScalar, parseDocument, type Docum
 import type { z } from 'zod';
 import type { VmSpec } from '../engine/fleet.js';
 import { FleetFileError, parseFleet } from '../fleet-file.js';
+import { plainData } from '../../shared/yaml-data.js';
 import { formatPath, offsetOf, readProblem, type Path } from '../../shared/source-positions.js';
 import {
   ACTIONS,
@@ -69,7 +70,7 @@ export function parseScenario(text: string, file: string): Scenario {
     throw new ScenarioError(`${file}:${line}:${col}: ${path ? `${path}: ` : ''}${problem}`, file, line, col, path, problem);
   };
   if (doc.errors.length > 0) fail(doc.errors[0]!.pos[0], '', `YAML syntax error: ${doc.errors[0]!.message}`);
-  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  const data = plainData(doc, (offset, message) => fail(offset, '', message));
   if (data === null || data === undefined) fail(0, '', 'the scenario is empty; expected a mapping with name, fleet and steps');
   const report = (problems: Problem[]): never => {
     const located = problems.map((p) => ({ ...p, offset: offsetOf(doc, p.path, p.key) })).sort((a, b) => a.offset - b.offset);

@@ -1,8 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
+import { Emulator } from '../../../src/emulator/emulator.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { ManualClock } from '../../../src/emulator/engine/clock.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
@@ -201,5 +205,34 @@ describe('OpenAPI document', () => {
 
   test('without a token, no security requirement is declared', () => {
     assert.equal('security' in doc, false);
+  });
+});
+
+describe('OpenAPI with a state file', () => {
+  test('every change can answer 503 when its save fails, and only then', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forewarn-openapi-state-'));
+    type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const served = async (statePath?: string): Promise<Doc> => {
+      const emulator = await Emulator.create({ clock: 'manual', ...(statePath ? { statePath } : {}) });
+      try {
+        const res = await emulator.control.inject({ method: 'GET', url: '/v1/openapi.json' });
+        return res.json() as Doc;
+      } finally {
+        await emulator.close();
+      }
+    };
+    try {
+      const withState = await served(join(dir, 'state.json'));
+      const without = await served();
+      for (const [path, ops] of Object.entries(withState.paths)) {
+        for (const [method, op] of Object.entries(ops)) {
+          const changes = method === 'post' || method === 'delete';
+          assert.equal('503' in op.responses, changes || path === '/v1/stream', `${method} ${path} with --state`);
+          if (path !== '/v1/stream') assert.equal('503' in without.paths[path]![method]!.responses, false, `${method} ${path} without --state`);
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

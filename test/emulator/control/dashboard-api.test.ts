@@ -255,9 +255,9 @@ describe('GET /v1/fleet: deleted VMs', () => {
 describe('GET /v1/history', () => {
   test('is empty at first, and live events are not in it', async () => {
     const h = await start();
-    assert.deepEqual((await h.call('GET', '/v1/history')).json, { events: [] });
+    assert.deepEqual((await h.call('GET', '/v1/history')).json, { events: [], next: null });
     await operation(h, { type: 'freeze', vms: ['web0'] });
-    assert.deepEqual((await h.call('GET', '/v1/history')).json, { events: [] });
+    assert.deepEqual((await h.call('GET', '/v1/history')).json, { events: [], next: null });
   });
 
   test('a completed event: its fields as it ended, less job, with endedAt and outcome', async () => {
@@ -290,10 +290,10 @@ describe('GET /v1/history', () => {
     const cancelled = await h.call('POST', `/v1/events/${op.events[0]}/cancel`);
     assert.equal(cancelled.status, 200, cancelled.text);
     const { events } = (await h.call('GET', '/v1/history')).json;
-    // Cancelling one tenant's share cancels the job: every tenant's event ended.
+    // Cancelling one tenant's share cancels the job: every tenant's event ended (the latest to end first).
     assert.deepEqual(
       events.map((e: { id: string }) => e.id),
-      op.events,
+      [...op.events].reverse(),
     );
     for (const e of events) {
       assert.equal(e.outcome, 'cancelled');
@@ -303,10 +303,10 @@ describe('GET /v1/history', () => {
     }
     const { job, ...fields } = cancelled.json.event;
     assert.equal(job.tenants.length, op.events.length);
-    assert.deepEqual(events[0], { ...fields, endedAt: iso(T0 + 90 * SEC), outcome: 'cancelled' });
+    assert.deepEqual(events[events.length - 1], { ...fields, endedAt: iso(T0 + 90 * SEC), outcome: 'cancelled' });
   });
 
-  test('an event that runs its course ends at its endsAt; events come in the order they ended', async () => {
+  test('an event that runs its course ends at its endsAt; the latest to end comes first', async () => {
     const h = await start();
     const freeze = (await operation(h, { type: 'freeze', vms: ['web0'] })).events[0]!; // 15 min notice, 5 s
     const redeploy = (await operation(h, { type: 'redeploy', vms: ['vm0'] })).events[0]!; // 10 min notice
@@ -318,14 +318,14 @@ describe('GET /v1/history', () => {
     assert.deepEqual(
       events.map((e: { id: string; outcome: string }) => [e.id, e.outcome]),
       [
-        [cancelled, 'cancelled'],
-        [freeze, 'completed'],
         [redeploy, 'completed'],
+        [freeze, 'completed'],
+        [cancelled, 'cancelled'],
       ],
     );
-    for (const e of events.slice(1)) assert.equal(e.endedAt, e.endsAt);
+    for (const e of events.slice(0, 2)) assert.equal(e.endedAt, e.endsAt);
     assert.equal(events[1].endedAt, iso(T0 + 15 * MIN + 5 * SEC));
-    assert.equal(events[2].endedAt, iso(T0 + 20 * MIN));
+    assert.equal(events[0].endedAt, iso(T0 + 20 * MIN));
   });
 
   test('POST /v1/reset clears it', async () => {
@@ -334,7 +334,7 @@ describe('GET /v1/history', () => {
     await h.call('POST', `/v1/events/${op.events[0]}/complete`);
     assert.equal((await h.call('GET', '/v1/history')).json.events.length, 1);
     await h.call('POST', '/v1/reset');
-    assert.deepEqual((await h.call('GET', '/v1/history')).json, { events: [] });
+    assert.deepEqual((await h.call('GET', '/v1/history')).json, { events: [], next: null });
   });
 });
 

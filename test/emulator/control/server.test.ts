@@ -370,7 +370,7 @@ describe('POST /v1/operations', () => {
     for (const e of events) assert.equal(e.operation, res.json.operation);
   });
 
-  test('GET /v1/operations lists what was created', async () => {
+  test('GET /v1/operations lists what was created, newest first', async () => {
     const a = await op({ type: 'restart', vms: ['vm0'] });
     const b = await op({ type: 'delete', vms: ['ss1'] });
     const res = await h.call('GET', '/v1/operations');
@@ -378,12 +378,13 @@ describe('POST /v1/operations', () => {
     assert.deepEqual(
       res.json.operations.map((o: { id: string; type: string }) => [o.id, o.type]),
       [
-        [a.json.operation, 'restart'],
         [b.json.operation, 'delete'],
+        [a.json.operation, 'restart'],
       ],
     );
-    assert.equal(res.json.operations[0].createdAt, iso(now()));
-    assert.deepEqual(res.json.operations[1].removedVms, ['ss1']);
+    assert.equal(res.json.next, null);
+    assert.equal(res.json.operations[1].createdAt, iso(now()));
+    assert.deepEqual(res.json.operations[0].removedVms, ['ss1']);
   });
 });
 

@@ -4,12 +4,12 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
-import { Engine, type ChangeListener } from '../../../src/emulator/engine/engine.js';
+import { Engine } from '../../../src/emulator/engine/engine.js';
 import { ManualClock } from '../../../src/emulator/engine/clock.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
 import { renderDocument } from '../../../src/protocol/render.js';
-import { openSse, type SseMessage, type SseReader } from '../../support/sse.js';
+import { countChangeListeners, openSse, type SseMessage, type SseReader } from '../../support/sse.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');
 
@@ -17,7 +17,7 @@ let app: FastifyInstance;
 let engine: Engine;
 let clock: ManualClock;
 let base: string;
-let listeners = 0;
+let listeners: () => number;
 
 before(async () => {
   clock = new ManualClock(T0);
@@ -26,15 +26,7 @@ before(async () => {
     fleet: [{ name: 'a0', tenant: 'a', tenantKind: 'availabilitySet' }, { name: 'a1', tenant: 'a' }, { name: 'solo' }],
   });
   // Count live subscriptions so the test can see the stream let go of the engine.
-  const onChange = engine.onChange.bind(engine);
-  engine.onChange = (listener: ChangeListener) => {
-    listeners += 1;
-    const off = onChange(listener);
-    return () => {
-      listeners -= 1;
-      return off();
-    };
-  };
+  listeners = countChangeListeners(engine);
   app = buildControlServer(
     { engine, clock, faults: new FaultRegistry(), rateLimiter: new RateLimiter() },
     { streamKeepAliveMs: 100 },
@@ -65,7 +57,7 @@ test('hello on connect, then a document event per VM after an operation; disconn
   const hello = await sse.nextEvent();
   assert.equal(hello.event, 'hello');
   assert.deepEqual(hello.data, { now: new Date(clock.now()).toISOString() });
-  await until(() => listeners === 1, 'the stream to subscribe');
+  await until(() => listeners() === 1, 'the stream to subscribe');
 
   const created = await fetch(`${base}/v1/operations`, {
     method: 'POST',
@@ -91,7 +83,7 @@ test('hello on connect, then a document event per VM after an operation; disconn
   assert.equal(got.get('a0').document.Events[0].EventId, events[0]);
 
   abort();
-  await until(() => listeners === 0, 'the engine listener to be removed');
+  await until(() => listeners() === 0, 'the engine listener to be removed');
 });
 
 test('each transition of an advance arrives in order; a removed VM is reported', async (t) => {
@@ -105,7 +97,7 @@ test('each transition of an advance arrives in order; a removed VM is reported',
     }
   };
   assert.equal((await sse.nextEvent()).event, 'hello');
-  await until(() => listeners === 1, 'the stream to subscribe');
+  await until(() => listeners() === 1, 'the stream to subscribe');
 
   engine.createOperation({ type: 'restart', vms: ['solo'] });
   const scheduled = await nextSolo();
@@ -132,7 +124,7 @@ test('each transition of an advance arrives in order; a removed VM is reported',
   assert.deepEqual((await nextSolo()).data, { vm: 'solo', removed: true });
 
   abort();
-  await until(() => listeners === 0, 'the engine listener to be removed');
+  await until(() => listeners() === 0, 'the engine listener to be removed');
 });
 
 test('sends keep-alive comments', async (t) => {
@@ -142,7 +134,7 @@ test('sends keep-alive comments', async (t) => {
   const m = await sse.next(1000);
   assert.deepEqual(m, { event: ':', data: 'keep-alive' });
   abort();
-  await until(() => listeners === 0, 'the engine listener to be removed');
+  await until(() => listeners() === 0, 'the engine listener to be removed');
 });
 
 test('closing the server ends open streams', async () => {

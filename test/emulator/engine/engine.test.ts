@@ -132,7 +132,7 @@ describe('operations and their events', () => {
       /durationInSeconds/,
     );
     assert.equal(engine.events().length, 0, 'a refused operation leaves nothing behind');
-    assert.equal(engine.operations().length, 0);
+    assert.equal(engine.operations().items.length, 0);
   });
 
   test('notBefore earlier than the minimum notice is refused unless forced', () => {

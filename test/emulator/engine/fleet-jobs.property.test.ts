@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { ManualClock } from '../../../src/emulator/engine/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { EngineError } from '../../../src/emulator/engine/errors.js';
+import { MAX_PAGE_LIMIT } from '../../../src/emulator/engine/paging.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { MINUTE, T0 } from './fixtures.js';
 
@@ -161,10 +162,10 @@ test('host updates never impact two fault domains of a tenant at once, and every
         check();
       }
       // Left alone, every rollout runs to its end (between fault domains nothing is live for a while).
-      const running = () => engine.operations().some((op) => op.status === 'running');
+      const running = () => engine.operations({ limit: MAX_PAGE_LIMIT }).items.some((op) => op.status === 'running');
       for (let i = 0; i < 20 && running(); i++) advance(60 * MINUTE);
       assert.deepEqual(engine.events(), []);
-      for (const op of engine.operations()) {
+      for (const op of engine.operations({ limit: MAX_PAGE_LIMIT }).items) {
         assert.notEqual(op.status, 'running', `operation ${op.id} never finished`);
         if (op.status === 'completed' && op.steps) {
           assert.ok(op.steps.every((s) => s.status === 'done' || s.status === 'skipped'));

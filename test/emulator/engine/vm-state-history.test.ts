@@ -4,15 +4,19 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EngineSnapshot } from '../../../src/emulator/engine/engine.js';
+import type { Engine, EngineSnapshot } from '../../../src/emulator/engine/engine.js';
+import { MAX_PAGE_LIMIT } from '../../../src/emulator/engine/paging.js';
 import { STATE_WHILE_STARTED, VM_STATES } from '../../../src/emulator/engine/vm-state.js';
 import { loadStateFile, writeStateFileSync } from '../../../src/emulator/state-file.js';
 import { MINUTE, SECOND, T0, makeEngine } from './fixtures.js';
 
 type Made = ReturnType<typeof makeEngine>;
 
+/** Every ended event, oldest first: history() gives pages, newest first. */
+const endedOf = (engine: Engine) => engine.history({ limit: MAX_PAGE_LIMIT }).items.reverse();
+
 const states = ({ engine }: Made) => Object.fromEntries(engine.vmStates());
-const historyIds = ({ engine }: Made) => engine.history().map((h) => [h.id, h.cancelled ? 'cancelled' : 'completed']);
+const historyIds = ({ engine }: Made) => endedOf(engine).map((h) => [h.id, h.cancelled ? 'cancelled' : 'completed']);
 
 /** Creates an operation and returns its only event's id. */
 function only(m: Made, request: Parameters<Made['engine']['createOperation']>[0]): string {
@@ -124,10 +128,10 @@ describe('vmStates', () => {
 describe('history', () => {
   test('is empty before any event ends; live events are not in it', () => {
     const m = makeEngine();
-    assert.deepEqual(m.engine.history(), []);
+    assert.deepEqual(endedOf(m.engine), []);
     m.engine.createOperation({ type: 'hardware-failure', vms: ['solo'] });
     m.engine.createOperation({ type: 'freeze', vms: ['web0'] });
-    assert.deepEqual(m.engine.history(), []);
+    assert.deepEqual(endedOf(m.engine), []);
   });
 
   test('keeps a completed event as it was when it ended, with endedAt', () => {
@@ -138,7 +142,7 @@ describe('history', () => {
     const started = m.engine.event(id);
     m.advance(2 * MINUTE);
     m.engine.complete(id);
-    const [h, ...rest] = m.engine.history();
+    const [h, ...rest] = endedOf(m.engine);
     assert.deepEqual(rest, []);
     assert.equal(h!.id, id);
     assert.equal(h!.tenant, 'web');
@@ -158,7 +162,7 @@ describe('history', () => {
     const before = m.engine.event(id);
     m.advance(30 * SECOND);
     m.engine.cancel(id);
-    const [h] = m.engine.history();
+    const [h] = endedOf(m.engine);
     assert.equal(h!.cancelled, true);
     assert.equal(h!.endedAt, T0 + 30 * SECOND);
     assert.deepEqual(h!.event, before);
@@ -171,7 +175,7 @@ describe('history', () => {
     const id = only(m, { type: 'freeze', vms: ['web0'] });
     m.clock.advance(2 * 60 * MINUTE);
     // history() ticks by itself.
-    const [h] = m.engine.history();
+    const [h] = endedOf(m.engine);
     assert.equal(h!.id, id);
     assert.equal(h!.cancelled, false);
     assert.equal(h!.event.startedAt, T0 + 15 * MINUTE);
@@ -196,7 +200,7 @@ describe('history', () => {
       [cancelled, 'cancelled'],
       [byTime, 'completed'],
     ]);
-    const endedAt = m.engine.history().map((h) => h.endedAt);
+    const endedAt = endedOf(m.engine).map((h) => h.endedAt);
     assert.deepEqual(endedAt, [...endedAt].sort((x, y) => x - y));
   });
 
@@ -208,23 +212,23 @@ describe('history', () => {
     const op = m.engine.createOperation({ type: 'freeze', host: 'h' });
     m.engine.cancel(op.events[1]!);
     assert.deepEqual(
-      m.engine.history().map((h) => [h.tenant, h.cancelled]),
+      endedOf(m.engine).map((h) => [h.tenant, h.cancelled]),
       [
         ['a', true],
         ['b', true],
       ],
     );
-    assert.deepEqual(new Set(m.engine.history().map((h) => h.event.jobId)).size, 1, 'one job');
+    assert.deepEqual(new Set(endedOf(m.engine).map((h) => h.event.jobId)).size, 1, 'one job');
   });
 
   test('a late approval of an ended event does not change its history', () => {
     const m = makeEngine();
     const id = only(m, { type: 'freeze', vms: ['web0'] });
     m.engine.cancel(id);
-    const before = m.engine.history();
+    const before = endedOf(m.engine);
     m.advance(MINUTE);
     m.engine.approve('web1', [id]);
-    assert.deepEqual(m.engine.history(), before);
+    assert.deepEqual(endedOf(m.engine), before);
     assert.deepEqual(before[0]!.event.approvals, []);
   });
 
@@ -232,12 +236,12 @@ describe('history', () => {
     const m = makeEngine();
     const id = only(m, { type: 'freeze', vms: ['web0'] });
     m.engine.cancel(id);
-    const [h] = m.engine.history();
+    const [h] = endedOf(m.engine);
     h!.resources.push('x');
     h!.event.resources.push('y');
     h!.event.approvals.push({ vm: 'z', at: 0 });
     h!.event.status = 'Started';
-    const [again] = m.engine.history();
+    const [again] = endedOf(m.engine);
     assert.deepEqual(again!.resources, ['web0']);
     assert.deepEqual(again!.event.resources, ['web0']);
     assert.deepEqual(again!.event.approvals, []);
@@ -258,15 +262,15 @@ describe('history', () => {
       [terminate, 'completed'],
       [freeze, 'cancelled'],
     ]);
-    assert.equal(m.engine.history()[0]!.event.type, 'Terminate');
+    assert.equal(endedOf(m.engine)[0]!.event.type, 'Terminate');
   });
 
   test('reset clears it', () => {
     const m = makeEngine();
     m.engine.cancel(only(m, { type: 'freeze', vms: ['web0'] }));
-    assert.equal(m.engine.history().length, 1);
+    assert.equal(endedOf(m.engine).length, 1);
     m.engine.reset();
-    assert.deepEqual(m.engine.history(), []);
+    assert.deepEqual(endedOf(m.engine), []);
   });
 });
 
@@ -421,7 +425,7 @@ describe('snapshots and state files', () => {
     const b = makeEngine([]);
     b.clock.advanceTo(a.clock.now());
     b.engine.restore(snap);
-    assert.deepEqual(b.engine.history(), a.engine.history());
+    assert.deepEqual(endedOf(b.engine), endedOf(a.engine));
     assert.deepEqual(b.engine.deletedVms(), a.engine.deletedVms());
     // And the live Terminate still deletes its VM when it runs its course after the restore.
     b.advance(60 * MINUTE);
@@ -430,8 +434,8 @@ describe('snapshots and state files', () => {
       ['ss1', 'gpu0', 'ss0'],
     );
     assert.deepEqual(
-      b.engine.history().map((h) => h.id),
-      [...a.engine.history().map((h) => h.id), a.terminate],
+      endedOf(b.engine).map((h) => h.id),
+      [...endedOf(a.engine).map((h) => h.id), a.terminate],
     );
   });
 
@@ -478,7 +482,7 @@ describe('snapshots and state files', () => {
     const b = makeEngine([]);
     b.engine.restore(snap);
     assert.deepEqual(
-      b.engine.history().map((h) => h.id),
+      endedOf(b.engine).map((h) => h.id),
       [second!.id],
     );
     assert.deepEqual(b.engine.deletedVms(), []);
@@ -499,7 +503,7 @@ describe('snapshots and state files', () => {
     const b = makeEngine([]);
     b.clock.advanceTo(a.clock.now());
     b.engine.restore(loaded);
-    assert.deepEqual(b.engine.history(), a.engine.history());
+    assert.deepEqual(endedOf(b.engine), endedOf(a.engine));
     assert.deepEqual(b.engine.deletedVms(), a.engine.deletedVms());
   });
 
@@ -521,7 +525,7 @@ describe('snapshots and state files', () => {
     const b = makeEngine([]);
     b.clock.advanceTo(a.clock.now());
     b.engine.restore(loaded);
-    assert.deepEqual(b.engine.history(), [], 'nothing is known of how those events were');
+    assert.deepEqual(endedOf(b.engine), [], 'nothing is known of how those events were');
     assert.deepEqual(b.engine.deletedVms(), []);
     assert.deepEqual(b.engine.events(), a.engine.events(), 'the rest of the state is all there');
   });

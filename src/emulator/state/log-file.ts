@@ -1,0 +1,282 @@
+// Reading the state file: a version 2 log (a snapshot line, then one change record per saved batch) or a version 1 file.
+import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
+import type { EngineDelta, EngineSnapshot } from '../engine/engine.js';
+import { applyTable } from '../engine/changes.js';
+import { formatPath } from '../../shared/source-positions.js';
+import { checkSnapshot } from '../state-check.js';
+import { ChangeRecordSchema, SnapshotSchema, STATE_FILE_VERSION } from './schema.js';
+
+export class StateFileError extends Error {
+  override name = 'StateFileError';
+  constructor(
+    message: string,
+    readonly file: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface StateFileContents {
+  snapshot: EngineSnapshot;
+  /** The version the file was written in; a version 1 file is rewritten as version 2 at start. */
+  version: 1 | 2;
+  /** Change records applied on top of the snapshot line. */
+  records: number;
+  /** Things dropped on the way that are not errors (a torn last line), for the log. */
+  warnings: string[];
+  /** Where each entry was last written, so a problem found in the merged snapshot names its line. */
+  source: SourceMap;
+}
+
+/** The file's text and, per `table key`, the 1-based line that last wrote that entry (absent: the snapshot, line 1). */
+interface SourceMap {
+  text: string;
+  origins: Map<string, number>;
+}
+
+/** Array tables of the snapshot and change records, and how their entries are keyed. */
+const ENTRY_KEYS: Readonly<Record<string, (entry: { id?: string; name?: string }) => string | undefined>> = {
+  vms: (e) => e.name,
+  initialFleet: (e) => e.name,
+  deleted: (e) => e.name,
+  events: (e) => e.id,
+  ended: (e) => e.id,
+  operations: (e) => e.id,
+};
+
+/**
+ * `file:line:col` for a field path of the (merged) snapshot: the line that last wrote the entry
+ * the path is in, and in it the entry's key, then the path's deepest field name after it.
+ */
+function placeOf(path: string, source: SourceMap, snapshot: unknown, fieldPath: readonly PropertyKey[]): string {
+  const [table, index] = fieldPath;
+  const rows = typeof table === 'string' ? (snapshot as Record<string, unknown> | null)?.[table] : undefined;
+  let key: string | undefined;
+  if (Array.isArray(rows) && typeof index === 'number') {
+    const row = rows[index] as { id?: string; name?: string } | undefined;
+    key = row && typeof table === 'string' ? ENTRY_KEYS[table]?.(row) : undefined;
+  } else if (typeof index === 'string') {
+    key = index;
+  }
+  const { text } = source;
+  const line = (key !== undefined && source.origins.get(`${String(table)} ${key}`)) || 1;
+  let start = 0;
+  for (let n = 1; n < line; n++) start = text.indexOf('\n', start) + 1;
+  // A version 1 file is one indented object over many lines: search all of it.
+  const end = line === 1 && !text.startsWith('{"') ? text.length : (text.indexOf('\n', start) + 1 || text.length + 1) - 1;
+  const find = (needle: string, from: number) => {
+    const at = text.indexOf(needle, from);
+    return at >= 0 && at < end ? at : -1;
+  };
+  let at = start;
+  if (typeof table === 'string') at = Math.max(at, find(`${JSON.stringify(table)}:`, at));
+  if (key !== undefined) at = Math.max(at, find(JSON.stringify(key), at));
+  const field = [...fieldPath.slice(key === undefined ? 1 : 2)].reverse().find((s): s is string => typeof s === 'string');
+  if (field !== undefined) at = Math.max(at, find(`${JSON.stringify(field)}:`, at));
+  const before = text.slice(0, at);
+  const lineNo = before.split('\n').length;
+  return `${path}:${lineNo}:${at - before.lastIndexOf('\n')}`;
+}
+
+/** Reads a state file and checks that what it holds makes sense; undefined when it does not exist (a fresh start). Never writes. */
+export function readStateFile(path: string): StateFileContents | undefined {
+  const contents = readStateLog(path);
+  if (!contents) return undefined;
+  const problems = checkSnapshot(contents.snapshot);
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+    const where = placeOf(path, contents.source, contents.snapshot, first.path);
+    throw new StateFileError(`${where}: invalid state file: ${formatPath(first.path) || '(top level)'}: ${first.message}${more}`, path);
+  }
+  return contents;
+}
+
+/** Reads a state file's shapes and replays its change records, without the cross-checks of state-check.ts. */
+export function readStateLog(path: string): StateFileContents | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') return undefined;
+    throw new StateFileError(`${path}: cannot read the state file: ${e.code === 'EISDIR' ? 'is a directory' : e.message}`, path);
+  }
+  if (text.trim() === '') throw new StateFileError(`${path}: the state file is empty; move it away or delete it to start afresh`, path);
+
+  // Version 2's first line is a whole JSON object; a version 1 file is one (usually indented) object.
+  const firstEnd = text.indexOf('\n');
+  const firstLine = firstEnd < 0 ? text : text.slice(0, firstEnd);
+  let head = tryParse(firstLine);
+  let rest = firstEnd < 0 ? '' : text.slice(firstEnd + 1);
+  if (!head.ok) {
+    head = tryParse(text);
+    rest = '';
+    if (!head.ok) {
+      throw new StateFileError(`${path}: the state file is not valid JSON (${head.error}); move it away or delete it to start afresh`, path);
+    }
+  }
+  const version = checkHead(path, head.value);
+  if (version === 1 && rest.trim() !== '') {
+    throw new StateFileError(`${path}:2:1: a version 1 state file holds one JSON object; more follows it`, path);
+  }
+  const source: SourceMap = { text, origins: new Map() };
+  const parsed = SnapshotSchema.safeParse(head.value);
+  if (!parsed.success) {
+    const where = placeOf(path, source, head.value, parsed.error.issues[0]!.path);
+    throw new StateFileError(`${where}: invalid state file: ${describe(parsed.error)}`, path);
+  }
+  const base: EngineSnapshot = parsed.data;
+
+  const warnings: string[] = [];
+  const records = version === 2 ? readRecords(path, rest, warnings) : [];
+  const snapshot = records.length === 0 ? base : applyRecords(base, records, source.origins);
+  return { snapshot, version, records: records.length, warnings, source };
+}
+
+/** The state a file holds, or undefined if there is none; see readStateFile. */
+export function loadStateFile(path: string): EngineSnapshot | undefined {
+  return readStateFile(path)?.snapshot;
+}
+
+/** Say "not ours" or "another version" before listing field problems. */
+function checkHead(path: string, data: unknown): 1 | 2 {
+  const head = data as { format?: unknown; version?: unknown } | null;
+  if (typeof head !== 'object' || head === null || Array.isArray(head) || head.format !== 'forewarn-state') {
+    throw new StateFileError(`${path}: not a forewarn state file (format is not "forewarn-state")`, path);
+  }
+  if (head.version !== 1 && head.version !== STATE_FILE_VERSION) {
+    throw new StateFileError(
+      `${path}: state file version ${JSON.stringify(head.version)} is not supported; this forewarn reads versions 1 and ${STATE_FILE_VERSION}`,
+      path,
+    );
+  }
+  return head.version;
+}
+
+type Parsed = { ok: true; value: unknown } | { ok: false; error: string; offset: number };
+
+function tryParse(text: string): Parsed {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch (err) {
+    const message = (err as Error).message;
+    const position = /at position (\d+)/.exec(message);
+    return { ok: false, error: message, offset: position ? Number(position[1]) : 0 };
+  }
+}
+
+function describe(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : '';
+  return `${formatPath(issue.path as (string | number)[]) || '(top level)'}: ${issue.message}${more}`;
+}
+
+type ChangeRecord = z.output<typeof ChangeRecordSchema>;
+
+/**
+ * The change records after the snapshot line. [choice] The last line is dropped with a warning
+ * when it has no newline or is not JSON: an append cut short by a crash or power loss, which was
+ * never acknowledged. Any other bad line is an error naming file:line:col.
+ */
+function readRecords(path: string, rest: string, warnings: string[]): ChangeRecord[] {
+  const lines = rest.split('\n');
+  // Text after the last newline is an append that did not finish.
+  const tail = lines.pop()!;
+  if (tail !== '') warnings.push(`${path}:${lines.length + 2}:1: dropped an incomplete last line (${tail.length} bytes): a save cut short, never acknowledged`);
+  const records: ChangeRecord[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const lineNo = i + 2;
+    const line = lines[i]!;
+    const json = tryParse(line);
+    if (!json.ok) {
+      if (i === lines.length - 1 && tail === '') {
+        warnings.push(`${path}:${lineNo}:${json.offset + 1}: dropped an unreadable last line: a save cut short, never acknowledged`);
+        break;
+      }
+      throw new StateFileError(`${path}:${lineNo}:${json.offset + 1}: a change record is not valid JSON (${json.error})`, path);
+    }
+    const parsed = ChangeRecordSchema.safeParse(json.value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new StateFileError(`${path}:${lineNo}:${columnOf(line, issue.path)}: invalid change record: ${describe(parsed.error)}`, path);
+    }
+    const expected = records.length + 1;
+    if (parsed.data.seq !== expected) {
+      throw new StateFileError(
+        `${path}:${lineNo}:${columnOf(line, ['seq'])}: invalid change record: seq: expected ${expected}, got ${parsed.data.seq} (a record is missing or repeated)`,
+        path,
+      );
+    }
+    records.push(parsed.data);
+  }
+  return records;
+}
+
+/** Where a field's key (the deepest named one on the path) starts in a line, 1-based; 1 if not found. */
+function columnOf(line: string, path: readonly PropertyKey[]): number {
+  const key = [...path].reverse().find((segment) => typeof segment === 'string');
+  if (key === undefined) return 1;
+  const at = line.indexOf(`${JSON.stringify(key)}:`);
+  return at < 0 ? 1 : at + 1;
+}
+
+/** The snapshot with each record applied in turn, as the engine's own tables would be. */
+function applyRecords(base: EngineSnapshot, records: readonly ChangeRecord[], origins: Map<string, number>): EngineSnapshot {
+  const byKey = <T>(items: readonly T[], key: (item: T) => string) => new Map(items.map((item) => [key(item), item]));
+  const vms = byKey(base.vms, (v) => v.name);
+  const events = byKey(base.events, (e) => e.id);
+  const ended = byKey(base.ended, (e) => e.id);
+  const operations = byKey(base.operations, (o) => o.id);
+  const incarnations = new Map(Object.entries(base.incarnations));
+  // Absent in older files, and left absent unless a record fills them.
+  let activation = base.activation ? new Map(Object.entries(base.activation)) : undefined;
+  let deleted = base.deleted ? byKey(base.deleted, (d) => d.name) : undefined;
+  let savedAt = base.savedAt;
+  for (const [i, record] of records.entries()) {
+    const delta: EngineDelta = record;
+    noteOrigins(delta, i + 2, origins);
+    savedAt = delta.savedAt;
+    applyTable(vms, delta.vms, (v) => v.name);
+    applyTable(events, delta.events, (e) => e.id);
+    applyTable(ended, delta.ended, (e) => e.id);
+    applyTable(operations, delta.operations, (o) => o.id);
+    applyPairs(incarnations, delta.incarnations);
+    if (delta.activation) applyPairs((activation ??= new Map()), delta.activation);
+    if (delta.deleted) applyTable((deleted ??= new Map()), delta.deleted, (d) => d.name);
+  }
+  const snapshot: EngineSnapshot = {
+    ...base,
+    savedAt,
+    vms: [...vms.values()],
+    events: [...events.values()],
+    ended: [...ended.values()],
+    operations: [...operations.values()],
+    incarnations: Object.fromEntries(incarnations),
+  };
+  if (activation) snapshot.activation = Object.fromEntries(activation);
+  if (deleted) snapshot.deleted = [...deleted.values()];
+  return snapshot;
+}
+
+/** Name-keyed records travel as [name, value] pairs; see applyTable for the order. */
+function applyPairs<T>(map: Map<string, T>, delta: { set: [string, T][]; del: string[] } | undefined): void {
+  if (!delta) return;
+  for (const name of delta.del) map.delete(name);
+  for (const [name, value] of delta.set) map.set(name, value);
+}
+
+/** Records, for every entry a change line sets or removes, that this line wrote it last. */
+function noteOrigins(delta: EngineDelta, line: number, origins: Map<string, number>): void {
+  for (const [table, changes] of Object.entries(delta)) {
+    if (typeof changes !== 'object' || changes === null || !('set' in changes)) continue;
+    const { set, del } = changes as { set: unknown[]; del: string[] };
+    const keyOf = ENTRY_KEYS[table];
+    for (const entry of set) {
+      const key = Array.isArray(entry) ? (entry[0] as string) : keyOf?.(entry as { id?: string; name?: string });
+      if (key !== undefined) origins.set(`${table} ${key}`, line);
+    }
+    for (const key of del) origins.set(`${table} ${key}`, line);
+  }
+}

@@ -1,0 +1,70 @@
+// A state file that lies is refused with the place of the lie: file:line:col and the field,
+// whether it sits in the snapshot line, in a change record, or in an indented version 1 file.
+import assert from 'node:assert/strict';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { Engine } from '../../src/emulator/engine/engine.js';
+import { StateFileError, StateFileWriter, loadStateFile } from '../../src/emulator/state-file.js';
+
+const root = mkdtempSync(join(tmpdir(), 'forewarn-state-positions-'));
+after(() => rmSync(root, { recursive: true, force: true }));
+const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');
+const T0 = Date.UTC(2030, 0, 1);
+
+function refusal(path: string): string {
+  try {
+    loadStateFile(path);
+  } catch (err) {
+    assert.ok(err instanceof StateFileError, String(err));
+    return err.message;
+  }
+  assert.fail('expected the state file to be refused');
+}
+
+/** Line and column (1-based) of the first `needle` at or after `from` in the file. */
+function placeOf(text: string, needle: string, from = 0): string {
+  const at = text.indexOf(needle, from);
+  assert.ok(at >= 0, `${needle} is in the file`);
+  const before = text.slice(0, at);
+  const line = before.split('\n').length;
+  return `${line}:${at - before.lastIndexOf('\n')}`;
+}
+
+describe('state file positions', () => {
+  it('a lie in a change record names its line and the field', () => {
+    const path = freshPath();
+    const engine = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] });
+    const writer = new StateFileWriter(path, engine);
+    writer.start();
+    engine.createOperation({ type: 'freeze', vms: ['a'] });
+    writer.flush();
+    writer.close();
+    // Line 3: a record that moves a live event into a tenant nobody is in.
+    const record = JSON.parse(readFileSync(path, 'utf8').split('\n')[1]!) as { events: { set: { tenant: string }[] } };
+    record.events.set[0]!.tenant = 'ghost';
+    appendFileSync(path, `${JSON.stringify({ ...record, seq: 2 })}\n`);
+    const text = readFileSync(path, 'utf8');
+    const lineStart = text.split('\n').slice(0, 2).join('\n').length + 1;
+    const message = refusal(path);
+    assert.match(message, new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:${placeOf(text, '"tenant":"ghost"', lineStart)}: .*events\\[0\\]\\.tenant`));
+  });
+
+  it('a lie in an indented version 1 file names its line and the field', () => {
+    const path = freshPath();
+    const snapshot = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] }).snapshot();
+    writeFileSync(path, `${JSON.stringify({ ...snapshot, version: 1, savedAt: 1e300 }, null, 2)}\n`);
+    const text = readFileSync(path, 'utf8');
+    assert.match(refusal(path), new RegExp(`:${placeOf(text, '"savedAt"')}: invalid state file: savedAt: `));
+  });
+
+  it('a field that fails the schema in the snapshot line names its place', () => {
+    const path = freshPath();
+    const snapshot = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] }).snapshot();
+    const text = `${JSON.stringify({ ...snapshot, vms: [{ name: 'a', faultDomain: -3 }] })}\n`;
+    writeFileSync(path, text);
+    assert.match(refusal(path), new RegExp(`:${placeOf(text, '"faultDomain"', text.indexOf('"vms":'))}: .*vms\\[0\\]\\.faultDomain`));
+  });
+});
