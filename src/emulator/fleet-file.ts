@@ -15,7 +15,7 @@ import {
   generateScaleSet,
   scaleSetTenants,
 } from './fleet-generator.js';
-import { VmSpecSchema } from './vm-spec.js';
+import { InstanceSettingsSchema, VmSpecSchema } from './vm-spec.js';
 import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
 import { plainData } from '../shared/yaml-data.js';
 
@@ -35,9 +35,14 @@ export class FleetFileError extends Error {
 const VmEntry = VmSpecSchema;
 const vmField = VmSpecSchema.shape;
 
+/** Instance metadata a tenant or scale set gives all its VMs; per-NIC settings are each VM's own. */
+const TENANT_INSTANCE_KEYS = ['location', 'zone', 'vmSize', 'osType', 'resourceGroup', 'subscriptionId', 'tags'] as const;
+const { privateIp: _ip, publicIp: _pip, macAddress: _mac, ...tenantInstanceFields } = InstanceSettingsSchema;
+
 const TenantEntry = z.strictObject({
   name: z.string(),
   kind: z.enum(TENANT_KINDS),
+  ...tenantInstanceFields,
   faultDomainCount: z.int().optional(),
   updateDomainCount: z.int().optional(),
   terminateNotificationMinutes: z.int().optional(),
@@ -61,6 +66,7 @@ const ScaleSetEntry = z.strictObject({
   instances: z.int().min(0).max(MAX_GENERATED_VMS).optional(),
   hosts: z.union([z.int().min(1), z.array(z.string()).min(1)], { error: 'expected a host count or a list of host names' }).optional(),
   hostPrefix: z.string().optional(),
+  ...tenantInstanceFields,
 });
 
 const GenerateEntry = z.strictObject({
@@ -307,7 +313,8 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
         } catch (err) {
           return generatorError(at, err);
         }
-        generated.set(`scaleSets.${i}`, specs);
+        const shared = tenantInstance(s);
+        generated.set(`scaleSets.${i}`, Object.keys(shared).length === 0 ? specs : specs.map((spec) => ({ ...spec, ...shared })));
         const placementGroups = s.placementGroups ?? 1;
         const names = scaleSetTenants(s.name, placementGroups);
         scaleSets.set(s.name, { at, tenants: names });
@@ -460,7 +467,21 @@ function listedVm(
     updateDomainCount: entry.updateDomainCount ?? d.updateDomainCount,
     scaleSet: entry.scaleSet ?? d.scaleSet,
     vmId: entry.vmId,
+    ...tenantInstance(d),
+    ...tenantInstance(entry),
+    // [choice] Tags add up: the tenant's, then the VM's own, which win on a shared name.
+    tags: d.tags === undefined && entry.tags === undefined ? undefined : { ...d.tags, ...entry.tags },
+    privateIp: entry.privateIp,
+    publicIp: entry.publicIp,
+    macAddress: entry.macAddress,
   });
+}
+
+/** The tenant-wide instance settings written in an entry. */
+function tenantInstance(entry: Partial<VmSpec>): Partial<VmSpec> {
+  const out: Partial<VmSpec> = {};
+  for (const key of TENANT_INSTANCE_KEYS) if (entry[key] !== undefined) (out as Record<string, unknown>)[key] = entry[key];
+  return out;
 }
 
 /** Where the value behind an engine complaint was written: the VM, its tenant's defaults, its host entry, or the entry that generated it. */

@@ -1,8 +1,61 @@
 // The one schema of a VM's declaration, shared by the control API, fleet files and the state file.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { PRIORITIES, TENANT_KINDS } from './engine/fleet.js';
+import { OS_TYPES, PRIORITIES, TENANT_KINDS, ZONES } from './engine/fleet.js';
 import { TERMINATE_NOTICE_MINUTES } from './engine/timing.js';
+
+const ipv4 = (description: string) =>
+  z
+    .string()
+    .refine((s) => isIP(s) === 4, { message: 'expected an IPv4 address' })
+    .optional()
+    .meta({ description });
+
+/** [imds] Azure's limits: at most 50 tags, names up to 512 characters without < > % & \\ ? /, values up to 256. */
+export const MAX_TAGS = 50;
+const TagName = z
+  .string()
+  .min(1)
+  .max(512)
+  .regex(/^[^<>%&\\?/]+$/, { message: 'a tag name cannot contain < > % & \\ ? /' });
+
+/** Instance metadata a VM shows (/metadata/instance); fleet-file tenants and scale sets may set all but the last three. */
+export const InstanceSettingsSchema = {
+  location: z
+    .string()
+    .regex(/^[a-z0-9]{1,40}$/, { message: 'expected an Azure region name such as eastus2 (lower-case letters and digits)' })
+    .optional()
+    .meta({ description: 'Azure region; default eastus' }),
+  zone: z.enum(ZONES).optional().meta({ description: 'Availability zone; absent: none' }),
+  vmSize: z
+    .string()
+    .regex(/^[A-Za-z0-9_]{1,64}$/, { message: 'expected a VM size such as Standard_D2s_v3' })
+    .optional()
+    .meta({ description: 'Default Standard_D2s_v3' }),
+  osType: z.enum(OS_TYPES).optional().meta({ description: 'Default Linux' }),
+  resourceGroup: z
+    .string()
+    .regex(/^[-\w.()]{0,89}[-\w()]$/, { message: "expected 1-90 letters, digits, '_', '-', '.', '(' or ')', not ending in '.'" })
+    .optional()
+    .meta({ description: 'Default forewarn' }),
+  subscriptionId: z
+    .string()
+    .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, { message: 'expected a GUID' })
+    .optional()
+    .meta({ description: 'Default 00000000-0000-0000-0000-000000000000' }),
+  tags: z
+    .record(TagName, z.string().max(256))
+    .refine((t) => Object.keys(t).length <= MAX_TAGS, { message: `at most ${MAX_TAGS} tags` })
+    .optional()
+    .meta({ description: 'Resource tags; a VM\'s own override its tenant\'s of the same name' }),
+  privateIp: ipv4('Primary private IPv4; default: the lowest free address from 10.0.0.4 up'),
+  publicIp: ipv4('Public IPv4 of the primary NIC; absent: none'),
+  macAddress: z
+    .string()
+    .regex(/^[0-9A-Fa-f]{2}(?:[-:]?[0-9A-Fa-f]{2}){5}$/, { message: 'expected a MAC address (12 hex digits, optionally separated by - or :)' })
+    .optional()
+    .meta({ description: 'Primary NIC MAC; default derived from the vmId' }),
+} as const;
 
 export const VmSpecSchema = z.strictObject({
   name: z.string().meta({ description: "1-80 letters, digits, '_', '.' or '-'" }),
@@ -32,4 +85,5 @@ export const VmSpecSchema = z.strictObject({
     .optional()
     .meta({ description: "Scale-set VMs: the scale set's name when the tenant is one of its placement groups; defaults to the tenant" }),
   vmId: z.string().min(1).optional().meta({ description: 'Keep a known vmId, e.g. when re-adding a VM' }),
+  ...InstanceSettingsSchema,
 });

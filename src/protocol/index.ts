@@ -5,3 +5,4 @@ export * from './time.js';
 export * from './render.js';
 export * from './approval.js';
 export * from './etag.js';
+export * from './instance-metadata.js';

@@ -8,7 +8,7 @@ import type { StepStatus } from '../engine/rolling.js';
 import { VM_STATES } from '../engine/vm-state.js';
 import { FAULT_STATUSES } from '../faults.js';
 import { ScenarioDocumentSchema, ScenarioReportSchema } from '../scenarios/format.js';
-import { VmSpecSchema } from '../vm-spec.js';
+import { InstanceSettingsSchema, VmSpecSchema } from '../vm-spec.js';
 
 /** Every schema the OpenAPI document names, keyed by its component id. */
 export const registry = z.registry<{ id: string; description?: string }>();
@@ -95,6 +95,8 @@ export const VmResponse = z
     faultDomainCount: z.int(),
     updateDomainCount: z.int(),
     scaleSet: z.string().optional(),
+    // Instance metadata settings, as declared (defaults are not listed).
+    ...InstanceSettingsSchema,
     state: z.enum(VM_STATES).meta({
       description: 'What the VM is going through, from its Started event: frozen, rebooting, redeploying, deleting, evicting; else running',
     }),

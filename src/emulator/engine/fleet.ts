@@ -9,8 +9,52 @@ export type TenantKind = (typeof TENANT_KINDS)[number];
 export const PRIORITIES = ['Regular', 'Spot'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 
+export const OS_TYPES = ['Linux', 'Windows'] as const;
+export type OsType = (typeof OS_TYPES)[number];
+
+/** [imds] Azure regions with zones have three. */
+export const ZONES = ['1', '2', '3'] as const;
+export type Zone = (typeof ZONES)[number];
+
+/**
+ * What /metadata/instance shows about a VM beyond its place in the fleet; each field as declared,
+ * absent ones take the defaults of `src/emulator/imds/instance.ts`. Tenants may declare all but
+ * the per-NIC fields (privateIp, publicIp, macAddress) for their VMs in fleet files.
+ */
+export interface InstanceSettings {
+  location?: string | undefined;
+  zone?: Zone | undefined;
+  vmSize?: string | undefined;
+  osType?: OsType | undefined;
+  resourceGroup?: string | undefined;
+  subscriptionId?: string | undefined;
+  tags?: Readonly<Record<string, string>> | undefined;
+  privateIp?: string | undefined;
+  publicIp?: string | undefined;
+  macAddress?: string | undefined;
+}
+
+/** The settings' keys, in the order APIs list them. */
+export const INSTANCE_SETTING_KEYS = [
+  'location',
+  'zone',
+  'vmSize',
+  'osType',
+  'resourceGroup',
+  'subscriptionId',
+  'tags',
+  'privateIp',
+  'publicIp',
+  'macAddress',
+] as const satisfies readonly (keyof InstanceSettings)[];
+
+/** [choice] Default private IPs: the lowest free address from 10.0.0.4 up (Azure keeps .0-.3 of a subnet). */
+const FIRST_DEFAULT_IP = (10 << 24) + 4;
+const ipv4ToInt = (ip: string) => ip.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+const intToIpv4 = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+
 /** What a caller declares; everything but `name` has a default. */
-export interface VmSpec {
+export interface VmSpec extends InstanceSettings {
   name: string;
   tenant?: string | undefined;
   tenantKind?: TenantKind | undefined;
@@ -43,6 +87,10 @@ export interface Vm {
   gpu: boolean;
   /** The scale set this VM belongs to, or null outside scale sets. */
   scaleSet: string | null;
+  /** Instance metadata as declared (defaults are applied where it is shown). */
+  instance: InstanceSettings;
+  /** The primary private IPv4: declared, or the lowest free default one. */
+  privateIp: string;
 }
 
 export interface Tenant {
@@ -108,6 +156,10 @@ export class Fleet {
   readonly #byAddress = new Map<string, Vm>();
   /** vmIds are unique, as Azure's are; compared without case, as GUIDs are. */
   readonly #byVmId = new Map<string, Vm>();
+  /** Private IPs in use, as integers, declared or default. */
+  readonly #byPrivateIp = new Map<number, Vm>();
+  /** No default IP below this is free (a hint; removals lower it). */
+  #nextDefaultIp = FIRST_DEFAULT_IP;
   /** The fault domain of each tenant on each host, how many of its VMs are there, and one of them. */
   readonly #hostDomains = new Map<string, { faultDomain: number; count: number; example: string }>();
 
@@ -192,6 +244,13 @@ export class Fleet {
     if (spec.vmId !== undefined && this.#byVmId.has(spec.vmId.toLowerCase())) {
       throw conflict(`vmId ${spec.vmId} already belongs to VM '${this.#byVmId.get(spec.vmId.toLowerCase())!.name}'`);
     }
+    const instance = instanceSettings(spec);
+    if (instance.privateIp !== undefined) {
+      const owner = this.#byPrivateIp.get(ipv4ToInt(instance.privateIp));
+      if (owner !== undefined) {
+        throw conflict(`privateIp ${instance.privateIp} already belongs to VM '${owner.name}'${owner.instance.privateIp === undefined ? ' (a default address)' : ''}`);
+      }
+    }
     const vm: Vm = {
       name: spec.name,
       vmId: spec.vmId ?? this.newId().toLowerCase(),
@@ -205,6 +264,8 @@ export class Fleet {
       osImageNotification: spec.osImageNotification ?? false,
       gpu: spec.gpu ?? false,
       scaleSet,
+      instance,
+      privateIp: instance.privateIp ?? '',
     };
     return { vm, tenant: { name: tenantName, kind, faultDomainCount, updateDomainCount } };
   }
@@ -230,7 +291,16 @@ export class Fleet {
     this.vms.set(vm.name, vm);
     if (vm.address !== null) this.#byAddress.set(vm.address, vm);
     this.#byVmId.set(vm.vmId.toLowerCase(), vm);
+    if (vm.privateIp === '') vm.privateIp = this.#takeDefaultIp();
+    this.#byPrivateIp.set(ipv4ToInt(vm.privateIp), vm);
     return vm;
+  }
+
+  #takeDefaultIp(): string {
+    let n = this.#nextDefaultIp;
+    while (this.#byPrivateIp.has(n)) n++;
+    this.#nextDefaultIp = n + 1;
+    return intToIpv4(n);
   }
 
   remove(name: string): Vm {
@@ -238,6 +308,9 @@ export class Fleet {
     this.vms.delete(name);
     if (vm.address !== null) this.#byAddress.delete(vm.address);
     this.#byVmId.delete(vm.vmId.toLowerCase());
+    const ip = ipv4ToInt(vm.privateIp);
+    this.#byPrivateIp.delete(ip);
+    if (ip >= FIRST_DEFAULT_IP && ip < this.#nextDefaultIp) this.#nextDefaultIp = ip;
     const t = this.tenants.get(vm.tenant);
     t?.vms.delete(name);
     if (t && t.vms.size === 0) this.tenants.delete(t.name);
@@ -281,6 +354,8 @@ export class Fleet {
     this.#byAddress.clear();
     this.#byVmId.clear();
     this.#hostDomains.clear();
+    this.#byPrivateIp.clear();
+    this.#nextDefaultIp = FIRST_DEFAULT_IP;
   }
 }
 
@@ -305,6 +380,9 @@ const RULE_FIELDS: readonly [RegExp, readonly (keyof VmSpec)[]][] = [
   [/^host name/, ['host']],
   [/^host '.*' already carries/, ['faultDomain', 'host']],
   [/^vmId/, ['vmId']],
+  [/^privateIp/, ['privateIp']],
+  [/^publicIp/, ['publicIp']],
+  [/^macAddress/, ['macAddress']],
 ];
 
 /** The spec fields behind a fleet rule's message, most to blame first; empty if unknown. */
@@ -317,12 +395,34 @@ export function fleetRuleField(message: string): keyof VmSpec | undefined {
   return fleetRuleFields(message)[0];
 }
 
+/** The declared instance settings of a spec, checked and in canonical form (MAC upper-case, no separators). */
+function instanceSettings(spec: VmSpec): InstanceSettings {
+  const out: InstanceSettings = {};
+  for (const key of INSTANCE_SETTING_KEYS) {
+    const value = spec[key];
+    if (value !== undefined) (out as Record<string, unknown>)[key] = key === 'tags' ? { ...(value as object) } : value;
+  }
+  for (const key of ['privateIp', 'publicIp'] as const) {
+    const ip = out[key];
+    if (ip !== undefined && isIP(ip) !== 4) throw invalid(`${key} ${JSON.stringify(ip)} is not an IPv4 address`);
+  }
+  if (out.macAddress !== undefined) {
+    const hex = out.macAddress.replace(/[-:]/g, '').toUpperCase();
+    if (!/^[0-9A-F]{12}$/.test(hex)) throw invalid(`macAddress ${JSON.stringify(out.macAddress)} is not a MAC address (12 hex digits)`);
+    out.macAddress = hex;
+  }
+  return out;
+}
+
 /** The plain-data view of a VM, for APIs, fleet files and the state file. */
-export function vmToSpec(vm: Vm, tenant: Tenant): Required<Omit<VmSpec, 'address' | 'terminateNotificationMinutes' | 'scaleSet'>> & {
+export function vmToSpec(
+  vm: Vm,
+  tenant: Tenant,
+): Required<Omit<VmSpec, 'address' | 'terminateNotificationMinutes' | 'scaleSet' | keyof InstanceSettings>> & {
   address?: string;
   terminateNotificationMinutes?: number;
   scaleSet?: string;
-} {
+} & InstanceSettings {
   return {
     name: vm.name,
     vmId: vm.vmId,
@@ -339,5 +439,7 @@ export function vmToSpec(vm: Vm, tenant: Tenant): Required<Omit<VmSpec, 'address
     faultDomainCount: tenant.faultDomainCount,
     updateDomainCount: tenant.updateDomainCount,
     ...(vm.scaleSet !== null && vm.scaleSet !== vm.tenant ? { scaleSet: vm.scaleSet } : {}),
+    // Only what was declared: a default private IP is not pinned by a save and restore.
+    ...vm.instance,
   };
 }

@@ -1,23 +1,85 @@
-// The slice of /metadata/instance/compute an agent needs to know who it is.
-import type { Vm } from '../engine/fleet.js';
+// /metadata/instance/compute: a VM's identity from the fleet, in Azure's documented schema (newest version; gated elsewhere).
+import type { Tenant, Vm } from '../engine/fleet.js';
+import { DEFAULT_IMAGES, INSTANCE_DEFAULTS as D, stableGuid } from './instance-defaults.js';
+import type { MetadataNode } from './instance.js';
 
-export interface ComputeMetadata {
-  name: string;
-  vmId: string;
-  vmScaleSetName: string;
-  /** IMDS sends the domains as strings. */
-  platformFaultDomain: string;
-  platformUpdateDomain: string;
-  priority: 'Regular' | 'Spot';
+/** The scale-set instance id Azure puts in resource ids: the digits after the last '_' of `<set>_<id>`, else the name. */
+function instanceId(name: string): string {
+  return /_(\d+)$/.exec(name)?.[1] ?? name;
 }
 
-export function computeMetadata(vm: Vm): ComputeMetadata {
+export function computeMetadata(vm: Vm, tenant: Tenant): MetadataNode {
+  const s = vm.instance;
+  const subscriptionId = s.subscriptionId ?? D.subscriptionId;
+  const resourceGroupName = s.resourceGroup ?? D.resourceGroup;
+  const osType = s.osType ?? D.osType;
+  const image = DEFAULT_IMAGES[osType];
+  const group = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroupName}/providers/Microsoft.Compute`;
+  const scaleSetId = vm.scaleSet === null ? '' : `${group}/virtualMachineScaleSets/${vm.scaleSet}`;
+  const resourceId = vm.scaleSet === null ? `${group}/virtualMachines/${vm.name}` : `${scaleSetId}/virtualMachines/${instanceId(vm.name)}`;
+  const tags = Object.entries(s.tags ?? {});
+  const osDiskName = `${vm.name}_OsDisk`;
+  const no = 'false';
   return {
+    additionalCapabilities: { hibernationEnabled: no },
+    azEnvironment: D.azEnvironment,
+    customData: '',
+    evictionPolicy: vm.priority === 'Spot' ? D.spotEvictionPolicy : '',
+    extendedLocation: { type: '', name: '' },
+    host: { id: '' },
+    hostGroup: { id: '' },
+    isHostCompatibilityLayerVm: no,
+    licenseType: '',
+    location: s.location ?? D.location,
     name: vm.name,
-    vmId: vm.vmId,
-    vmScaleSetName: vm.scaleSet ?? '',
+    offer: image.offer,
+    osProfile: {
+      adminUsername: D.adminUsername,
+      computerName: vm.name,
+      disablePasswordAuthentication: osType === 'Linux' ? 'true' : no,
+    },
+    osType,
+    // [choice] Each FC tenant of a scale set is one placement group, with a stable id.
+    placementGroupId: vm.scaleSet === null ? '' : stableGuid(`${subscriptionId}/${resourceGroupName}/${tenant.name}`),
+    plan: { name: '', product: '', publisher: '' },
     platformFaultDomain: String(vm.faultDomain),
+    platformSubFaultDomain: '',
     platformUpdateDomain: String(vm.updateDomain),
     priority: vm.priority,
+    provider: 'Microsoft.Compute',
+    publicKeys: [],
+    publisher: image.publisher,
+    resourceGroupName,
+    resourceId,
+    securityProfile: { secureBootEnabled: no, virtualTpmEnabled: no, encryptionAtHost: no, securityType: '' },
+    sku: image.sku,
+    storageProfile: {
+      dataDisks: [],
+      imageReference: { id: '', offer: image.offer, publisher: image.publisher, sku: image.sku, version: image.version },
+      osDisk: {
+        caching: 'ReadWrite',
+        createOption: 'FromImage',
+        diffDiskSettings: { option: '' },
+        diskSizeGB: D.osDiskSizeGB,
+        encryptionSettings: { enabled: no },
+        image: { uri: '' },
+        managedDisk: { id: `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroupName}/providers/Microsoft.Compute/disks/${osDiskName}`, storageAccountType: D.storageAccountType },
+        name: osDiskName,
+        osType,
+        vhd: { uri: '' },
+        writeAcceleratorEnabled: no,
+      },
+      resourceDisk: { size: D.resourceDiskSizeMB },
+    },
+    subscriptionId,
+    tags: tags.map(([k, v]) => `${k}:${v}`).join(';'),
+    tagsList: tags.map(([name, value]) => ({ name, value })),
+    userData: '',
+    version: image.version,
+    virtualMachineScaleSet: { id: scaleSetId },
+    vmId: vm.vmId,
+    vmScaleSetName: vm.scaleSet ?? '',
+    vmSize: s.vmSize ?? D.vmSize,
+    zone: s.zone ?? '',
   };
 }

@@ -4,7 +4,7 @@ import type { Fleet, Vm } from '../engine/fleet.js';
 export type Identity = { ok: true; vm: Vm } | { ok: false; message: string };
 
 /** The prefixed form of a path, for error messages: `/vms/NAME` + this. */
-export type ImdsPath = '/metadata/scheduledevents' | '/metadata/instance/compute';
+export type ImdsPath = '/metadata/scheduledevents' | `/metadata/instance${string}` | '/metadata/versions';
 
 export function identify(fleet: Fleet, remoteAddress: string | undefined, prefixName: string | undefined, path: ImdsPath): Identity {
   if (remoteAddress !== undefined) {

@@ -1,4 +1,4 @@
-// The IMDS HTTP surface: Scheduled Events and the compute slice of instance metadata.
+// The IMDS HTTP surface: Scheduled Events and instance metadata.
 import type { Socket } from 'node:net';
 import {
   fastify,
@@ -16,7 +16,8 @@ import { checkApiVersion, checkInstanceApiVersion, featuresOf, type ApiVersion }
 import type { ImdsContext } from '../context.js';
 import { EngineError, type EngineErrorCode } from '../engine/errors.js';
 import type { Fault } from '../faults.js';
-import { computeMetadata } from './compute.js';
+import { answerInstance, instanceMetadata } from './instance.js';
+import { versionsBody } from '../../protocol/instance-metadata.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 import { ifNoneMatchHits } from '../../protocol/etag.js';
 import { DocumentCache } from './document-cache.js';
@@ -37,12 +38,14 @@ export interface ImdsServerOptions {
 }
 
 const EVENTS: ImdsPath = '/metadata/scheduledevents';
-const COMPUTE: ImdsPath = '/metadata/instance/compute';
+const INSTANCE: ImdsPath = '/metadata/instance';
+const VERSIONS: ImdsPath = '/metadata/versions';
+const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
 /** What each known path takes, for 405 answers to the rest. */
 const KNOWN_PATHS: readonly { pattern: RegExp; allow: string; methods: ReadonlySet<string> }[] = [
   { pattern: /^(?:\/vms\/[^/]+)?\/metadata\/scheduledevents$/, allow: 'GET, POST', methods: new Set(['GET', 'POST']) },
-  { pattern: /^(?:\/vms\/[^/]+)?\/metadata\/instance\/compute$/, allow: 'GET', methods: new Set(['GET']) },
+  { pattern: /^(?:\/vms\/[^/]+)?\/metadata\/(?:instance(?:\/.*)?|versions)$/, allow: 'GET', methods: new Set(['GET']) },
 ];
 
 /** Longer than common clients' idle timeouts (undici 4 s), so the server is not the side that races a reuse. */
@@ -161,13 +164,23 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     eventsGuard(request, reply, done);
   }
 
-  function computeGuard(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  function instanceGuard(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
     const headers = request.headers;
     if (headers['x-forwarded-for'] !== undefined) return sendJson(reply, 400, ERROR_BODIES.proxy);
     const check = checkInstanceApiVersion((request.query as Query)['api-version']);
     if (!check.ok) return sendErrorBody(reply, 400, check.body);
     if (!isMetadataTrue(headers.metadata)) return sendJson(reply, 400, ERROR_BODIES.metadataHeader);
-    admit(request, reply, done, COMPUTE, check.version);
+    const rest = (request.params as { '*'?: string })['*'];
+    const at: ImdsPath = rest ? `/metadata/instance/${rest}` : INSTANCE;
+    admit(request, reply, done, at, check.version);
+  }
+
+  /** [imds] /metadata/versions takes no api-version; the other rules hold as for every IMDS path. */
+  function versionsGuard(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    const headers = request.headers;
+    if (headers['x-forwarded-for'] !== undefined) return sendJson(reply, 400, ERROR_BODIES.proxy);
+    if (!isMetadataTrue(headers.metadata)) return sendJson(reply, 400, ERROR_BODIES.metadataHeader);
+    admit(request, reply, done, VERSIONS, '');
   }
 
   function getEvents(request: FastifyRequest, reply: FastifyReply): void {
@@ -188,15 +201,29 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     reply.code(200).header('content-type', JSON_CONTENT_TYPE).send();
   }
 
-  function getCompute(request: FastifyRequest, reply: FastifyReply): void {
+  function getInstance(request: FastifyRequest, reply: FastifyReply): void {
     const vm = engine.fleet.get(request.imdsVm);
-    sendJson(reply, 200, JSON.stringify(computeMetadata(vm)));
+    const tree = instanceMetadata(vm, engine.fleet.tenantOf(vm), request.imdsVersion);
+    const rest = (request.params as { '*'?: string })['*'] ?? '';
+    const answer = answerInstance(tree, rest, (request.query as Query).format);
+    if (answer.status !== 200) {
+      return answer.error === null ? sendJson(reply, answer.status, ERROR_BODIES.notFound) : sendError(reply, answer.status, answer.error);
+    }
+    if (answer.contentType === 'json') return sendJson(reply, 200, answer.body);
+    reply.code(200).header('content-type', TEXT_CONTENT_TYPE).send(answer.body);
+  }
+
+  const versions = JSON.stringify(versionsBody());
+  function getVersions(_request: FastifyRequest, reply: FastifyReply): void {
+    sendJson(reply, 200, versions);
   }
 
   for (const prefix of ['', '/vms/:name']) {
     app.get(prefix + EVENTS, { onRequest: eventsGuard }, getEvents);
     app.post(prefix + EVENTS, { onRequest: postGuard }, postEvents);
-    app.get(prefix + COMPUTE, { onRequest: computeGuard }, getCompute);
+    app.get(prefix + INSTANCE, { onRequest: instanceGuard }, getInstance);
+    app.get(`${prefix}${INSTANCE}/*`, { onRequest: instanceGuard }, getInstance);
+    app.get(prefix + VERSIONS, { onRequest: versionsGuard }, getVersions);
   }
 
   return app;

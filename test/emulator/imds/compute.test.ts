@@ -33,7 +33,8 @@ describe('IMDS compute endpoint', () => {
     const res = await h.client.get(computePath('2021-02-01', 'ss_3'));
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
-    assert.deepEqual(res.body, {
+    const { name, vmId, vmScaleSetName, platformFaultDomain, platformUpdateDomain, priority } = res.body as Record<string, string>;
+    assert.deepEqual({ name, vmId, vmScaleSetName, platformFaultDomain, platformUpdateDomain, priority }, {
       name: 'ss_3',
       vmId: 'a-vm-id',
       vmScaleSetName: 'pool',

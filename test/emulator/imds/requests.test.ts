@@ -121,7 +121,7 @@ describe('IMDS request rules', () => {
 
   describe('paths and methods', () => {
     it('an unknown path gets 404 {"error":"Not found"}', async () => {
-      for (const path of ['/', '/metadata', '/metadata/scheduledevents/extra', '/Metadata/ScheduledEvents', '/metadata/instance']) {
+      for (const path of ['/', '/metadata', '/metadata/scheduledevents/extra', '/Metadata/ScheduledEvents', '/metadata/identity']) {
         const res = await h.client.get(`${path}?api-version=2020-07-01`);
         assert.equal(res.status, 404, path);
         assert.equal(res.text, '{"error":"Not found"}');
