@@ -1,24 +1,36 @@
 // `forewarn approve EVENT_ID…`: let events start now, all in one POST as IMDS allows.
 import type { Command } from 'commander';
 import type { ScheduledEventsClient } from '../client/index.js';
-import { API_VERSION_HELP, ENDPOINT_HELP, makeClient, oneShot, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
+import { API_VERSION_HELP, ENDPOINT_HELP, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
 import { UsageError, type Io } from './errors.js';
+import { TIMEOUT_HELP, parseTimeoutFlag, waitForImds, watchedClient } from './waiting.js';
+
+export interface RawApproveFlags extends EndpointFlags {
+  timeout?: string;
+}
 
 export interface ApproveRequest extends EndpointRequest {
   ids: string[];
+  /** How long to wait for IMDS in all, retries included. */
+  timeoutMs: number;
 }
 
 /** Checks the arguments without any I/O; problems are UsageErrors (exit 2). */
-export function parseApproveArgs(ids: readonly string[], flags: EndpointFlags, env: Io['env'] = {}): ApproveRequest {
+export function parseApproveArgs(ids: readonly string[], flags: RawApproveFlags, env: Io['env'] = {}): ApproveRequest {
   // `approve A B` and `approve A,B` both name two events, as `trigger --vm` does.
   const list = ids.flatMap((id) => id.split(',')).map((id) => id.trim()).filter((id) => id !== '');
   if (list.length === 0) throw new UsageError('name at least one EVENT_ID');
-  return { ...parseEndpointFlags(flags, env), ids: list };
+  return { ...parseEndpointFlags(flags, env), ids: list, timeoutMs: parseTimeoutFlag(flags.timeout) };
 }
 
-export async function runApprove(request: ApproveRequest, io: Io, client?: ScheduledEventsClient): Promise<void> {
-  const imds = client ?? makeClient(request);
-  await oneShot(request.endpoint, `approving ${request.ids.join(' ')}`, (signal) => imds.approve(request.ids, { signal }));
+export async function runApprove(request: ApproveRequest, io: Io, client?: ScheduledEventsClient, noticeAfterMs?: number): Promise<void> {
+  const waiting = { endpoint: request.endpoint, doing: `approving ${request.ids.join(' ')}`, timeoutMs: request.timeoutMs, io, noticeAfterMs };
+  const watched = client ? { client, stop: () => {} } : watchedClient(request, waiting);
+  try {
+    await waitForImds(waiting, (signal) => watched.client.approve(request.ids, { signal }));
+  } finally {
+    watched.stop();
+  }
   io.stdout(`approved ${request.ids.join(' ')}\n`);
 }
 
@@ -29,7 +41,8 @@ export function registerApproveCommand(program: Command, io: Io): void {
     .argument('<EVENT_ID...>', 'EventIds from `forewarn events`')
     .option('--endpoint <URL>', ENDPOINT_HELP)
     .option('--api-version <V>', API_VERSION_HELP)
-    .action(async (ids: string[], flags: EndpointFlags) => {
+    .option('--timeout <SECONDS>', TIMEOUT_HELP)
+    .action(async (ids: string[], flags: RawApproveFlags) => {
       await runApprove(parseApproveArgs(ids, flags, io.env), io);
     });
 }

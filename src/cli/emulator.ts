@@ -1,14 +1,16 @@
 // `forewarn emulator`: run the local Scheduled Events service until SIGINT/SIGTERM.
+import { createRequire } from 'node:module';
 import type { Command } from 'commander';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
 import { DEFAULT_FIRST_CALL_DELAY_SECONDS, type ActivationOptions } from '../emulator/engine/activation.js';
 import { MAX_FIRST_CALL_DELAY_SECONDS, parseTimingFactor } from '../emulator/engine/timing.js';
-import { Emulator } from '../emulator/emulator.js';
+import type { Emulator, EmulatorOptions } from '../emulator/emulator.js';
+import { launchEmulator, type EmulatorHandle } from '../emulator/library.js';
+import { EmulatorOptionError } from '../emulator/library-options.js';
 import { DEFAULT_HISTORY_LIMIT } from '../emulator/engine/engine.js';
 import { DEFAULT_RATE_LIMIT } from '../emulator/rate-limit.js';
 import { DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER_KIB, MAX_STREAMS_RANGE, STREAM_BUFFER_KIB_RANGE } from '../emulator/control/stream.js';
 import { FleetFileError, MAX_FLEET_VMS, MAX_REQUEST_VMS_RANGE, loadFleetFile } from '../emulator/fleet-file.js';
-import { StateFileError } from '../emulator/state-file.js';
 import type { VmSpec } from '../emulator/engine/fleet.js';
 import { normalizeAllowedHost } from '../emulator/control/request-guard.js';
 import { isLoopback, parseHostPort, type HostPort } from './address.js';
@@ -37,6 +39,7 @@ export interface RawEmulatorFlags {
   maxStreams?: string;
   streamBufferKib?: string;
   maxRequestVms?: string;
+  json?: boolean;
 }
 
 export interface EmulatorCliOptions {
@@ -62,6 +65,8 @@ export interface EmulatorCliOptions {
   maxStreams: number;
   streamBufferKiB: number;
   maxRequestVms: number;
+  /** Print one JSON ready line on stdout and the human banner on stderr. */
+  json?: boolean | undefined;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -124,6 +129,7 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
     maxStreams,
     streamBufferKiB,
     maxRequestVms,
+    json: flags.json ?? false,
   };
 }
 
@@ -164,6 +170,8 @@ export interface RunningEmulator {
   emulator: Emulator;
   imdsUrl: string;
   controlUrl: string;
+  /** The library's handle on it (forewarn/emulator). */
+  handle: EmulatorHandle;
 }
 
 /** Creates and starts the emulator and prints where it is; does not install signal handlers. */
@@ -175,39 +183,37 @@ export async function startEmulator(options: EmulatorCliOptions, io: Io, logStre
         'anyone who can reach it can change the fleet. Set FOREWARN_TOKEN or pass --token-file FILE.\n',
     );
   }
-  let emulator: Emulator;
+  const emulatorOptions: EmulatorOptions = {
+    fleet: options.fleet,
+    clock: options.clock,
+    timingFactor: options.timingFactor,
+    rateLimit: options.rateLimit,
+    historyLimit: options.historyLimit,
+    activation: options.activation,
+    token: options.token,
+    allowHosts: options.allowHosts,
+    statePath: options.statePath,
+    maxStreams: options.maxStreams,
+    streamBufferBytes: options.streamBufferKiB * 1024,
+    maxRequestVms: options.maxRequestVms,
+    logger: options.logLevel === 'silent' ? false : { level: options.logLevel, stream: logStream ?? process.stderr },
+  };
+  // The library's launch: the flags are checked already; what is left is the state file (a usage error) and listening.
+  let handle: EmulatorHandle;
   try {
-    emulator = await Emulator.create({
-      fleet: options.fleet,
-      clock: options.clock,
-      timingFactor: options.timingFactor,
-      rateLimit: options.rateLimit,
-      historyLimit: options.historyLimit,
-      activation: options.activation,
-      token: options.token,
-      allowHosts: options.allowHosts,
-      statePath: options.statePath,
-      maxStreams: options.maxStreams,
-      streamBufferBytes: options.streamBufferKiB * 1024,
-      maxRequestVms: options.maxRequestVms,
-      logger: options.logLevel === 'silent' ? false : { level: options.logLevel, stream: logStream ?? process.stderr },
-    });
+    handle = await launchEmulator({ emulator: emulatorOptions, listen: { imds: options.imds, control: options.control } });
   } catch (err) {
-    if (err instanceof StateFileError) throw new UsageError(err.message);
+    if (err instanceof EmulatorOptionError) throw new UsageError((err.cause as Error | undefined)?.message ?? err.message);
+    if ((err as NodeJS.ErrnoException).code !== undefined) throw new CliError(listenProblem(err as NodeJS.ErrnoException, options));
     throw err;
   }
-  let urls: { imdsUrl: string; controlUrl: string };
-  try {
-    urls = await emulator.listen({ imds: options.imds, control: options.control });
-  } catch (err) {
-    await emulator.close();
-    throw new CliError(listenProblem(err as NodeJS.ErrnoException, options));
-  }
+  const { emulator } = handle;
+  const urls = { imdsUrl: handle.imdsUrl, controlUrl: handle.controlUrl };
   if (emulator.restoredFrom && options.fleetPath) {
     io.stderr(`forewarn: carrying on from ${emulator.restoredFrom}; the fleet in ${options.fleetPath} is ignored (the state file wins)\n`);
   }
-  io.stdout(banner(emulator, urls, options));
-  return { emulator, ...urls };
+  announce(io, emulator, urls, options);
+  return { emulator, ...urls, handle };
 }
 
 function listenProblem(err: NodeJS.ErrnoException & { address?: string; port?: number }, options: EmulatorCliOptions): string {
@@ -216,6 +222,25 @@ function listenProblem(err: NodeJS.ErrnoException & { address?: string; port?: n
   if (err.code === 'EACCES') return `cannot listen on ${where}: permission denied`;
   if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${where}: no such local address`;
   return `cannot listen on ${where}: ${err.message}`;
+}
+
+/**
+ * [choice] With --json, stdout carries exactly one line, written once both servers listen, so a
+ * test suite in any language can wait for it; the banner still goes to stderr for a human.
+ */
+export function readyLine(urls: { imdsUrl: string; controlUrl: string }): string {
+  return `${JSON.stringify({ event: 'ready', imdsUrl: urls.imdsUrl, controlUrl: urls.controlUrl, dashboardUrl: `${urls.controlUrl}/`, pid: process.pid, version: packageVersion() })}\n`;
+}
+
+function announce(io: Io, emulator: Emulator, urls: { imdsUrl: string; controlUrl: string }, options: EmulatorCliOptions): void {
+  if (!options.json) return io.stdout(banner(emulator, urls, options));
+  io.stderr(banner(emulator, urls, options));
+  io.stdout(readyLine(urls));
+}
+
+function packageVersion(): string {
+  // The same path from src/cli and dist/cli.
+  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 }
 
 /** What a first-time user needs: where it is, and commands to paste. */
@@ -243,8 +268,9 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
     );
     if (options.clock === 'manual') {
       lines.push(
-        'Move the manual clock 15 minutes on:',
-        `  curl -s -X POST${auth} -H 'Content-Type: application/json' -d '{"seconds":900}' ${urls.controlUrl}/v1/clock/advance`,
+        // NotBefore is rounded up to a whole second and this clock started mid-second: 900 s can fall just short.
+        'Move the manual clock past the Freeze\'s NotBefore (15 minutes, rounded up to a whole second):',
+        `  curl -s -X POST${auth} -H 'Content-Type: application/json' -d '{"seconds":901}' ${urls.controlUrl}/v1/clock/advance`,
       );
     }
   }
@@ -304,6 +330,7 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     .option('--stream-buffer-kib <N>', `unsent KiB a stream may hold before the emulator drops it (default ${DEFAULT_STREAM_BUFFER_KIB})`)
     .option('--max-request-vms <N>', `most VMs one control API request may build, e.g. a posted scenario's fleet (default ${MAX_FLEET_VMS}); --fleet files are not limited`)
     .option('--log-level <LEVEL>', 'server log level on stderr (env FOREWARN_LOG_LEVEL)')
+    .option('--json', 'print one JSON line on stdout once listening ({"event":"ready",imdsUrl,controlUrl,dashboardUrl,pid,version}); the banner goes to stderr')
     .action(async (flags: RawEmulatorFlags) => {
       const options = parseEmulatorOptions(flags, io.env);
       const { emulator } = await startEmulator(options, io);

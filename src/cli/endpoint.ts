@@ -20,7 +20,7 @@ export const ONE_SHOT_DEADLINE_MS = 150_000;
 /** For --help: the emulator serves a fleet on one port, so a VM is chosen by path prefix. */
 export const ENDPOINT_HELP =
   `IMDS base URL (default ${DEFAULT_ENDPOINT}, env FOREWARN_ENDPOINT); ` +
-  'for an emulator with several VMs add /vms/NAME, e.g. http://127.0.0.1:8169/vms/web0';
+  'for an emulator with several VMs add /vms/NAME, e.g. http://127.0.0.1:8169/vms/web-0';
 export const API_VERSION_HELP = `api-version of the Scheduled Events endpoint (default ${LATEST_API_VERSION})`;
 
 export interface EndpointFlags {
@@ -66,17 +66,6 @@ export function makeClient(request: EndpointRequest): ScheduledEventsClient {
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
-  }
-}
-
-/** Runs one call of `events` or `approve` under ONE_SHOT_DEADLINE_MS; failures become one line. */
-export async function oneShot<T>(endpoint: string, doing: string, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-  const signal = AbortSignal.timeout(ONE_SHOT_DEADLINE_MS);
-  try {
-    return await call(signal);
-  } catch (err) {
-    if (signal.aborted) throw new CliError(`${doing}: no answer from IMDS at ${endpoint} within ${ONE_SHOT_DEADLINE_MS / 1000} s`);
-    throw clientFailure(err, endpoint, doing);
   }
 }
 

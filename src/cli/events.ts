@@ -2,31 +2,43 @@
 import type { Command } from 'commander';
 import type { EventsDocument, ScheduledEvent, ScheduledEventsClient } from '../client/index.js';
 import { wallClock } from '../emulator/engine/clock.js';
-import { API_VERSION_HELP, ENDPOINT_HELP, makeClient, oneShot, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
+import { API_VERSION_HELP, ENDPOINT_HELP, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
 import type { Io } from './errors.js';
+import { TIMEOUT_HELP, parseTimeoutFlag, waitForImds, watchedClient } from './waiting.js';
 
 export interface RawEventsFlags extends EndpointFlags {
   json?: boolean;
+  timeout?: string;
 }
 
 export interface EventsRequest extends EndpointRequest {
   json: boolean;
+  /** How long to wait for IMDS in all, retries included. */
+  timeoutMs: number;
 }
 
 export interface EventsDeps {
   /** Epoch ms; the time left until NotBefore is measured from it. */
   now?: () => number;
   client?: ScheduledEventsClient;
+  /** How long an unanswered request waits before we say so on stderr; WAITING_NOTICE_AFTER_MS by default. */
+  noticeAfterMs?: number;
 }
 
 /** Checks the flags without any I/O; problems are UsageErrors (exit 2). */
 export function parseEventsArgs(flags: RawEventsFlags, env: Io['env'] = {}): EventsRequest {
-  return { ...parseEndpointFlags(flags, env), json: flags.json ?? false };
+  return { ...parseEndpointFlags(flags, env), json: flags.json ?? false, timeoutMs: parseTimeoutFlag(flags.timeout) };
 }
 
 export async function runEvents(request: EventsRequest, io: Io, deps: EventsDeps = {}): Promise<EventsDocument> {
-  const client = deps.client ?? makeClient(request);
-  const doc = await oneShot(request.endpoint, 'reading the events', (signal) => client.getDocument({ signal }));
+  const waiting = { endpoint: request.endpoint, doing: 'reading the events', timeoutMs: request.timeoutMs, io, noticeAfterMs: deps.noticeAfterMs };
+  const watched = deps.client ? { client: deps.client, stop: () => {} } : watchedClient(request, waiting);
+  let doc: EventsDocument;
+  try {
+    doc = await waitForImds(waiting, (signal) => watched.client.getDocument({ signal }));
+  } finally {
+    watched.stop();
+  }
   io.stdout(request.json ? `${JSON.stringify(rawDocument(doc))}\n` : renderEvents(doc, (deps.now ?? wallClock)()));
   return doc;
 }
@@ -98,6 +110,7 @@ export function registerEventsCommand(program: Command, io: Io): void {
     .option('--endpoint <URL>', ENDPOINT_HELP)
     .option('--api-version <V>', API_VERSION_HELP)
     .option('--json', 'print the document exactly as IMDS sent it')
+    .option('--timeout <SECONDS>', TIMEOUT_HELP)
     .action(async (flags: RawEventsFlags) => {
       await runEvents(parseEventsArgs(flags, io.env), io);
     });

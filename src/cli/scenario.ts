@@ -16,6 +16,8 @@ import { CliError, UsageError, type Io } from './errors.js';
 const REQUEST_TIMEOUT_MS = 60_000;
 /** How often a system-clock run on a remote emulator is polled for new steps. */
 const POLL_MS = 500;
+/** The shell's code for a command ended by Ctrl-C (128 + SIGINT). */
+export const INTERRUPTED_EXIT_CODE = 130;
 
 export interface RawScenarioRunFlags {
   timing?: string;
@@ -116,26 +118,54 @@ export async function runScenarioCommand(request: ScenarioRunRequest, io: Io): P
     if (!request.json) io.stdout(text);
   };
   print(`scenario ${scenario.name}: ${scenario.description}\n`);
+  const interrupted: Interruption = { controller: new AbortController(), signal: null };
   let report: ScenarioReport;
   if (request.controlUrl !== undefined) {
-    report = await runRemote(request, print);
+    report = await whileInterruptible(interrupted, io, (signal) => runRemote(request, print, signal, io));
   } else if (request.clock === 'manual') {
     print(`timing ${timingName(request.timingFactor)}, manual clock\n`);
     report = await runScenario(scenario, { clock: 'manual', timingFactor: request.timingFactor, onStep: (step) => print(formatStep(step)) });
   } else {
-    report = await runLive(request, print, io);
+    report = await whileInterruptible(interrupted, io, (signal) => runLive(request, print, signal));
   }
   if (request.json) io.stdout(`${JSON.stringify(report, null, 2)}\n`);
   else print(formatSummary(report));
+  if (interrupted.signal !== null) {
+    // [choice] Ctrl-C is not a failed expectation: exit 130 as a shell does, after the report so far.
+    throw Object.assign(new CliError(`scenario ${scenario.name} stopped by ${interrupted.signal}`), { exitCode: INTERRUPTED_EXIT_CODE });
+  }
   if (!report.passed) throw new CliError(`scenario ${scenario.name} failed`);
   return report;
 }
 
+/** SIGINT/SIGTERM while a run plays: abort it instead of dying with a half-told story. */
+interface Interruption {
+  controller: AbortController;
+  signal: NodeJS.Signals | null;
+}
+
+async function whileInterruptible<T>(interrupted: Interruption, io: Io, body: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const stop = (signal: NodeJS.Signals) => {
+    if (interrupted.signal !== null) return;
+    interrupted.signal = signal;
+    io.stderr(`forewarn: ${signal}: stopping the scenario\n`);
+    interrupted.controller.abort();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  try {
+    return await body(interrupted.controller.signal);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+}
+
 /** The system clock: an emulator serves the story on IMDS while it unfolds, so an app can watch it. */
-async function runLive(request: ScenarioRunRequest, print: (text: string) => void, io: Io): Promise<ScenarioReport> {
+async function runLive(request: ScenarioRunRequest, print: (text: string) => void, signal: AbortSignal): Promise<ScenarioReport> {
   const { scenario } = request;
   const emulator = await Emulator.create({ fleet: scenario.fleet, clock: 'system', timingFactor: request.timingFactor, logger: false });
-  let urls: { imdsUrl: string };
+  let urls: { imdsUrl: string; controlUrl: string };
   try {
     urls = await emulator.listen({ imds: request.imds, control: { host: '127.0.0.1', port: 0 } });
   } catch (err) {
@@ -146,23 +176,15 @@ async function runLive(request: ScenarioRunRequest, print: (text: string) => voi
   const vms = scenario.fleet.map((vm) => vm.name);
   print(`timing ${timingName(request.timingFactor)}, system clock; IMDS at ${urls.imdsUrl}\n`);
   print(vms.length === 1 ? `VM ${vms[0]} is the only VM: plain /metadata/scheduledevents is its document\n` : `VMs ${vms.join(', ')}: ${urls.imdsUrl}/vms/NAME/metadata/scheduledevents\n`);
-  const controller = new AbortController();
-  const stop = (signal: NodeJS.Signals) => {
-    io.stderr(`forewarn: ${signal}: stopping the scenario\n`);
-    controller.abort();
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  print(`control API and dashboard at ${urls.controlUrl}; Ctrl-C stops the run\n`);
   try {
     return await runScenario(scenario, {
       emulator,
       replaceFleet: false,
-      signal: controller.signal,
+      signal,
       onStep: (step) => print(formatStep(step)),
     });
   } finally {
-    process.off('SIGINT', stop);
-    process.off('SIGTERM', stop);
     await emulator.close();
   }
 }
@@ -173,23 +195,45 @@ interface RunAnswer {
   report: ScenarioReport;
 }
 
-async function runRemote(request: ScenarioRunRequest, print: (text: string) => void): Promise<ScenarioReport> {
+async function runRemote(request: ScenarioRunRequest, print: (text: string) => void, signal: AbortSignal, io: Io): Promise<ScenarioReport> {
   const base = request.controlUrl!;
   const timing = request.timing === undefined ? undefined : Number.isFinite(Number(request.timing)) ? Number(request.timing) : request.timing;
   const body = { scenario: request.scenario.source, ...(timing !== undefined ? { timing } : {}) };
   let answer = await call(base, '/v1/scenarios', request.token, body);
   print(`timing ${timingName(answer.report.timing)}, the ${answer.report.clock} clock of ${base}\n`);
+  if (answer.status === 'running') print(`run ${answer.run}: ${base}/v1/scenarios/${answer.run}; Ctrl-C cancels it\n`);
   let shown = 0;
   const show = () => {
     for (; shown < answer.report.steps.length; shown++) print(formatStep(answer.report.steps[shown]!));
   };
   show();
   while (answer.status === 'running') {
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    answer = await call(base, `/v1/scenarios/${answer.run}`, request.token);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, POLL_MS);
+      signal.addEventListener('abort', done, { once: true });
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+    });
+    answer = signal.aborted ? await cancelRemote(base, answer, request.token, io) : await call(base, `/v1/scenarios/${answer.run}`, request.token);
     show();
   }
   return answer.report;
+}
+
+/** Ctrl-C on a remote run: it would play on without us, so cancel it there. */
+async function cancelRemote(base: string, answer: RunAnswer, token: string | undefined, io: Io): Promise<RunAnswer> {
+  try {
+    const cancelled = await call(base, `/v1/scenarios/${answer.run}/cancel`, token, {});
+    io.stderr(`forewarn: cancelled run ${answer.run} on ${base}\n`);
+    return cancelled;
+  } catch (err) {
+    // 409: it ended on its own meanwhile; show how.
+    if (err instanceof UsageError && / 409\b|already ended/.test(err.message)) return call(base, `/v1/scenarios/${answer.run}`, token);
+    throw err;
+  }
 }
 
 async function call(controlUrl: string, path: string, token: string | undefined, body?: unknown): Promise<RunAnswer> {

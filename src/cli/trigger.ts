@@ -106,10 +106,18 @@ interface OperationCreated {
 /** POSTs the operation and prints what it created; failures are CliErrors (exit 1). */
 export async function runTrigger(request: TriggerRequest, io: Io, fetchImpl: typeof fetch = fetch): Promise<OperationCreated> {
   const url = `${request.controlUrl}/v1/operations`;
-  const { data, text } = await callControl(
-    { method: 'POST', url, controlUrl: request.controlUrl, body: request.body, token: request.token, timeoutMs: REQUEST_TIMEOUT_MS },
-    fetchImpl,
-  );
+  let answer: Awaited<ReturnType<typeof callControl>>;
+  try {
+    answer = await callControl(
+      { method: 'POST', url, controlUrl: request.controlUrl, body: request.body, token: request.token, timeoutMs: REQUEST_TIMEOUT_MS },
+      fetchImpl,
+    );
+  } catch (err) {
+    // The API speaks of its body field; on the command line the same switch is --force.
+    if (err instanceof Error) err.message = err.message.replace('pass "force": true', 'pass --force');
+    throw err;
+  }
+  const { data, text } = answer;
   const created = data as OperationCreated | undefined;
   if (!created || typeof created.operation !== 'string' || !Array.isArray(created.events)) {
     throw new CliError(`unexpected answer from ${url}: ${text.slice(0, 200)}`);

@@ -8,7 +8,7 @@ import { parseHostPort } from '../../src/cli/address.js';
 import { parseEmulatorOptions, startEmulator } from '../../src/cli/emulator.js';
 import { run } from '../../src/cli/program.js';
 import { parseTriggerArgs, runTrigger } from '../../src/cli/trigger.js';
-import { captureIo, assertNoStack, closedPort } from '../support/cli.js';
+import { captureIo, assertNoStack, closedPort, outputOf } from '../support/cli.js';
 
 const repo = new URL('../..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'forewarn-cli-'));
@@ -28,12 +28,7 @@ function spawnCli(args: string[], env: Record<string, string> = {}) {
 
 async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnCli(args, env);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d));
-  child.stderr.on('data', (d: Buffer) => (stderr += d));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, stdout, stderr };
+  return outputOf(child);
 }
 
 describe('forewarn emulator and trigger, as processes', () => {
@@ -178,6 +173,18 @@ describe('CLI functions', () => {
     assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], host: 'h' }), /exactly one of/);
     assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], duration: '-2' }), /--duration/);
     assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], notBefore: 'tomorrow' }), /--not-before/);
+  });
+
+  it("names the CLI's --force, not the API's \"force\": true, when NotBefore is too early", async () => {
+    const io = captureIo();
+    const refusal = { error: 'notBefore 2030-01-01T00:01:00.000Z gives less than the minimum notice of 900 s for Freeze; pass "force": true to allow it' };
+    const fakeFetch = (async () => new Response(JSON.stringify(refusal), { status: 400 })) as unknown as typeof fetch;
+    const request = parseTriggerArgs('freeze', { vm: ['a'], notBefore: '2030-01-01T00:01:00Z' });
+    await assert.rejects(runTrigger(request, io, fakeFetch), (err: Error) => {
+      assert.match(err.message, /pass --force to allow it/);
+      assert.doesNotMatch(err.message, /"force": true/);
+      return true;
+    });
   });
 
   it('runs trigger in-process against a live emulator: --vm names, --json, and the token', async () => {

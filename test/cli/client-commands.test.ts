@@ -9,7 +9,7 @@ import { formatSpan, formatTimeLeft, parseEventsArgs, runEvents } from '../../sr
 import { run } from '../../src/cli/program.js';
 import { parseWatchArgs, runWatch } from '../../src/cli/watch.js';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { captureIo, assertNoStack, closedPort } from '../support/cli.js';
+import { captureIo, assertNoStack, closedPort, outputOf } from '../support/cli.js';
 
 const repo = new URL('../..', import.meta.url).pathname;
 const LISTEN = { imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } };
@@ -28,12 +28,7 @@ function spawnCli(args: string[], env: Record<string, string> = {}): ChildProces
 async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnCli(args, env);
   child.stdin.end();
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d));
-  child.stderr.on('data', (d: Buffer) => (stderr += d));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, stdout, stderr };
+  return outputOf(child);
 }
 
 async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {

@@ -1,4 +1,6 @@
 // Helpers shared by the CLI tests: captured output, stack-trace checks, a port nobody listens on.
+import type { ChildProcessByStdio } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { Io } from '../../src/cli/errors.js';
@@ -26,4 +28,14 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((resolve) => server.close(resolve));
   return port;
+}
+
+/** Waits for a spawned process to close, with everything it printed. */
+export async function outputOf(child: ChildProcessByStdio<null | Writable, Readable, Readable>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d));
+  child.stderr.on('data', (d: Buffer) => (stderr += d));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, stdout, stderr };
 }

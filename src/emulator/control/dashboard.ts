@@ -42,10 +42,11 @@ export function registerDashboard(app: FastifyInstance, dir = DASHBOARD_DIR): vo
     index: 'index.html',
     // The page is rebuilt with the package; revalidate rather than cache a stale one.
     cacheControl: false,
-    setHeaders: (reply) => {
-      reply.header('cache-control', 'no-cache');
-      reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
-      reply.header('x-content-type-options', 'nosniff');
+    // @fastify/static 9 (pinned for Node 20.18) hands over the raw response, not the reply.
+    setHeaders: (response) => {
+      response.setHeader('cache-control', 'no-cache');
+      response.setHeader('content-security-policy', CONTENT_SECURITY_POLICY);
+      response.setHeader('x-content-type-options', 'nosniff');
     },
   });
 }

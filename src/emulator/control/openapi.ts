@@ -158,6 +158,16 @@ export const ROUTES: readonly RouteDoc[] = [
   { method: 'GET', path: '/v1/scenarios', summary: 'The built-in scenarios', responses: { 200: 'ScenarioList' } },
   { method: 'GET', path: '/v1/scenarios/:id', summary: 'A scenario run and its report so far', responses: { 200: 'ScenarioRun', 404: 'Error' } },
   {
+    method: 'POST',
+    path: '/v1/scenarios/:id/cancel',
+    summary: 'Stop a running scenario between steps; what it did stays. POST /v1/reset stops every run too',
+    responses: {
+      200: json('ScenarioRun', 'The run, now aborted, with its report'),
+      404: 'Error',
+      409: json('Error', 'The run has already ended'),
+    },
+  },
+  {
     method: 'GET',
     path: '/v1/stream',
     summary: 'Server-sent events: every change of every document, and with include=changes every change of state',

@@ -1,4 +1,4 @@
-// POST /v1/scenarios and GET /v1/scenarios/:id: play a scenario on the emulator's own engine, clock and faults.
+// POST /v1/scenarios, GET /v1/scenarios/:id and POST /v1/scenarios/:id/cancel: play a scenario on the emulator's own engine, clock and faults.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
@@ -20,6 +20,14 @@ const Body = ScenarioBody.extend({ scenario: z.unknown().optional() });
 
 interface RunEntry extends ScenarioRun {
   controller: AbortController | null;
+  /** Settles once a system-clock run has stopped and its report is final. */
+  done: Promise<void>;
+}
+
+/** What the rest of the control API may do to runs: POST /v1/reset stops them. */
+export interface ScenarioRuns {
+  /** Stops every running run between steps; each ends `aborted`. */
+  stopAll(): Promise<void>;
 }
 
 const fail = (statusCode: number, message: string) => Object.assign(new Error(message), { statusCode });
@@ -35,16 +43,20 @@ export function registerScenarioRoutes(
   ctx: ControlContext,
   notify: (topic: 'scenarios') => void = () => {},
   options: ScenarioRouteOptions = {},
-): void {
+): ScenarioRuns {
   const maxRequestVms = options.maxRequestVms ?? MAX_FLEET_VMS;
   if (!Number.isSafeInteger(maxRequestVms) || maxRequestVms < 1) throw new RangeError(`maxRequestVms must be a whole number of 1 or more, got ${maxRequestVms}`);
   const { engine, faults, rateLimiter } = ctx;
   const runs = new Map<string, RunEntry>();
   const json = (entry: RunEntry): ScenarioRun => ({ run: entry.run, status: entry.status, report: entry.report });
 
-  app.addHook('onClose', async () => {
-    for (const entry of runs.values()) entry.controller?.abort();
-  });
+  const stopAll = async () => {
+    const stopping = [...runs.values()].filter((entry) => entry.controller !== null);
+    for (const entry of stopping) entry.controller!.abort();
+    await Promise.all(stopping.map((entry) => entry.done));
+  };
+
+  app.addHook('onClose', stopAll);
 
   app.post('/v1/scenarios', async (request, reply) => {
     const parsed = Body.safeParse(request.body);
@@ -83,7 +95,7 @@ export function registerScenarioRoutes(
     for (const entry of runs.values()) entry.controller?.abort();
     rateLimiter.reset();
     const id = randomUUID();
-    const entry: RunEntry = { run: id, status: 'running', report: placeholder(scenario, ctx), controller: null };
+    const entry: RunEntry = { run: id, status: 'running', report: placeholder(scenario, ctx), controller: null, done: Promise.resolve() };
     const finish = (report: ScenarioReport) => {
       entry.report = report;
       entry.status = report.aborted ? 'aborted' : report.passed ? 'passed' : 'failed';
@@ -98,7 +110,7 @@ export function registerScenarioRoutes(
     }
     const controller = new AbortController();
     entry.controller = controller;
-    runScenario(scenario, {
+    entry.done = runScenario(scenario, {
       emulator: { engine, faults },
       signal: controller.signal,
       onStart: (report) => void (entry.report = report),
@@ -121,6 +133,18 @@ export function registerScenarioRoutes(
     if (!entry) throw fail(404, `no scenario run with id ${request.params.id}`);
     return json(entry);
   });
+
+  // [choice] Cancelling stops the run between steps and keeps what it did (events it created stay); 409 once it has ended.
+  app.post<{ Params: { id: string } }>('/v1/scenarios/:id/cancel', async (request) => {
+    const entry = runs.get(request.params.id.toLowerCase());
+    if (!entry) throw fail(404, `no scenario run with id ${request.params.id}`);
+    if (entry.controller === null) throw fail(409, `scenario run ${entry.run} has already ended: ${entry.status}`);
+    entry.controller.abort();
+    await entry.done;
+    return json(entry);
+  });
+
+  return { stopAll };
 }
 
 /** The report until the run hands over its own (at once, as it starts). */

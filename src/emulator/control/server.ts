@@ -460,13 +460,15 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   });
 
   app.post('/v1/reset', async () => {
+    // A run still going would act on the fresh fleet: stop it first.
+    await scenarioRuns.stopAll();
     engine.reset();
     faults.clear();
     rateLimiter.reset();
     return { ok: true };
   });
 
-  registerScenarioRoutes(app, ctx, (topic) => hub.notify(topic), { maxRequestVms: options.maxRequestVms });
+  const scenarioRuns = registerScenarioRoutes(app, ctx, (topic) => hub.notify(topic), { maxRequestVms: options.maxRequestVms });
 
   // ---- stream and description ----------------------------------------------------------
 

@@ -1,0 +1,302 @@
+#!/usr/bin/env node
+// Smoke test of the package as users get it: pack, install the tarball with --omit=dev into an
+// empty project, then run the CLI and import every export with the given Node binary.
+//
+//   node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]
+//
+// NODE_BINARY defaults to the Node running this script. --tarball reuses a packed file (CI packs once
+// and checks it with two Nodes). npm itself runs on NODE_BINARY, so engine warnings (EBADENGINE) are
+// judged against that version. Prints one PASS/FAIL/SKIP line per check; exits 1 on any FAIL.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const START_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 10_000;
+const IMPORT_TIMEOUT_MS = 30_000;
+const SCHEDULED_EVENTS = '/metadata/scheduledevents?api-version=2020-07-01';
+
+function usage(message) {
+  process.stderr.write(`smoke-packed: ${message}\nusage: node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]\n`);
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const options = { node: process.execPath, tarball: undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--tarball') {
+      options.tarball = argv[++i];
+      if (!options.tarball) usage('--tarball needs a file');
+    } else if (arg.startsWith('-')) usage(`unknown option ${arg}`);
+    else options.node = arg;
+  }
+  options.node = resolve(options.node);
+  if (!existsSync(options.node)) usage(`no Node binary at ${options.node}`);
+  if (options.tarball) {
+    options.tarball = resolve(options.tarball);
+    if (!existsSync(options.tarball)) usage(`no tarball at ${options.tarball}`);
+  }
+  return options;
+}
+
+const results = [];
+function report(status, name, detail = '') {
+  results.push(status);
+  process.stdout.write(`smoke: ${status.padEnd(4)} ${name}${detail ? ` — ${detail}` : ''}\n`);
+}
+const pass = (name, detail) => report('PASS', name, detail);
+const fail = (name, detail) => report('FAIL', name, detail);
+const skip = (name, detail) => report('SKIP', name, detail);
+
+/** The last lines of a command's output, enough to see why it failed. */
+function tail(text, lines = 12) {
+  return text.trim().split('\n').slice(-lines).join('\n    ');
+}
+
+/** The npm CLI script behind `npm` on PATH, so it can be run on another Node. */
+function npmCli() {
+  const which = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' });
+  const bin = which.stdout.trim();
+  if (!bin) throw new Error('npm is not on PATH');
+  const cli = realpathSync(bin);
+  if (!cli.endsWith('.js')) throw new Error(`cannot find npm-cli.js behind ${bin} (got ${cli})`);
+  return cli;
+}
+
+function run(command, args, { cwd, env, input } = {}) {
+  const result = spawnSync(command, args, { cwd, env, input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  return { code: result.status, signal: result.signal, stdout: result.stdout ?? '', stderr: result.stderr ?? '', error: result.error };
+}
+
+function pack(work) {
+  // Runs `prepare` (the build), so the tarball holds what the current sources compile to.
+  const result = run('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT });
+  if (result.code !== 0) {
+    fail('npm pack', `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
+    return undefined;
+  }
+  const json = result.stdout.slice(result.stdout.indexOf('\n[') + 1 || result.stdout.indexOf('['));
+  const [info] = JSON.parse(json);
+  pass('npm pack', `${info.filename}: ${info.entryCount} files, ${(info.size / 1024).toFixed(0)} kB packed, ${(info.unpackedSize / 1024).toFixed(0)} kB unpacked`);
+  return join(work, info.filename);
+}
+
+function install(node, env, project, tarball) {
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke-consumer', private: true, type: 'module' }, null, 2));
+  const result = run(node, [npmCli(), 'install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: project, env });
+  if (result.code !== 0) {
+    fail('npm install --omit=dev', `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
+    return false;
+  }
+  pass('npm install --omit=dev', tail(result.stdout, 1));
+  // An engines range that excludes this Node is a warning by default and an error with engine-strict.
+  const engine = (result.stderr + result.stdout).split('\n').filter((line) => line.includes('EBADENGINE'));
+  if (engine.length > 0) fail('no EBADENGINE warnings', `\n    ${engine.join('\n    ')}`);
+  else pass('no EBADENGINE warnings');
+  return true;
+}
+
+function checkVersion(env, project, expected) {
+  const result = run(join(project, 'node_modules', '.bin', 'forewarn'), ['--version'], { cwd: project, env });
+  const out = result.stdout.trim();
+  if (result.code === 0 && out === expected) pass('forewarn --version', out);
+  else fail('forewarn --version', `exit ${result.code}, printed ${JSON.stringify(out)} (expected ${expected})\n    ${tail(result.stderr)}`);
+}
+
+/** The IMDS URL from the ready line: the banner's `IMDS: URL`, or a JSON line with imdsUrl. */
+function imdsUrlIn(text) {
+  for (const line of text.split('\n')) {
+    const banner = /^\s*IMDS:\s+(http:\/\/\S+)/.exec(line);
+    if (banner) return banner[1];
+    if (line.trimStart().startsWith('{')) {
+      try {
+        const ready = JSON.parse(line);
+        if (typeof ready.imdsUrl === 'string') return ready.imdsUrl;
+      } catch {
+        // Not a JSON line; keep reading.
+      }
+    }
+  }
+  return undefined;
+}
+
+async function checkEmulator(env, project) {
+  const name = 'forewarn emulator (start, GET the document, SIGTERM)';
+  const child = spawn(join(project, 'node_modules', '.bin', 'forewarn'), ['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0'], {
+    cwd: project,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+  const exited = new Promise((done) => child.on('exit', (code, signal) => done({ code, signal })));
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  let imdsUrl;
+  while (!(imdsUrl = imdsUrlIn(stdout)) && child.exitCode === null && child.signalCode === null && Date.now() < deadline) {
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  if (!imdsUrl) {
+    child.kill('SIGKILL');
+    const end = await exited;
+    fail(name, `no URLs printed (exit ${end.code ?? end.signal})\n    ${tail(stderr + stdout)}`);
+    return;
+  }
+  let detail;
+  try {
+    const response = await fetch(imdsUrl + SCHEDULED_EVENTS, { headers: { Metadata: 'true' }, signal: AbortSignal.timeout(5000) });
+    const body = await response.json();
+    if (response.status !== 200 || typeof body.DocumentIncarnation !== 'number' || !Array.isArray(body.Events)) {
+      detail = `GET answered ${response.status} ${JSON.stringify(body)}`;
+    }
+  } catch (error) {
+    detail = `GET failed: ${error.message}`;
+  }
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+  const end = await exited;
+  clearTimeout(timer);
+  if (!detail && end.code !== 0) detail = `after SIGTERM it exited with ${end.code ?? end.signal}\n    ${tail(stderr)}`;
+  if (detail) fail(name, detail);
+  else pass(name, `listening at ${imdsUrl}, exit 0`);
+}
+
+/** Code run in the consumer project for each export: it prints one JSON line with what it saw. */
+function importProbe(specifier) {
+  return `
+const output = [];
+const write = process.stdout.write.bind(process.stdout);
+process.stdout.write = (chunk, ...rest) => (output.push(String(chunk)), true);
+process.stderr.write = (chunk, ...rest) => (output.push(String(chunk)), true);
+const listeners = process.listenerCount('SIGINT') + process.listenerCount('SIGTERM');
+const mod = await import(${JSON.stringify(specifier)});
+const seen = {
+  names: Object.keys(mod).sort(),
+  output: output.join(''),
+  exitCode: process.exitCode ?? 0,
+  signalHandlers: process.listenerCount('SIGINT') + process.listenerCount('SIGTERM') - listeners,
+};
+if (typeof mod.startEmulator === 'function') {
+  const emulator = await mod.startEmulator({});
+  // \`await using\` needs the handle's Symbol.asyncDispose, which Node has from 20.4 only.
+  const dispose = typeof Symbol.asyncDispose === 'symbol' ? emulator[Symbol.asyncDispose] : undefined;
+  try {
+    const response = await fetch(emulator.imdsUrl + ${JSON.stringify(SCHEDULED_EVENTS)}, { headers: { Metadata: 'true' } });
+    seen.emulator = { status: response.status, body: await response.json(), asyncDispose: typeof dispose === 'function' };
+  } finally {
+    await (typeof dispose === 'function' ? dispose.call(emulator) : emulator.close());
+  }
+}
+write(JSON.stringify(seen) + '\\n');
+`;
+}
+
+/** Every subpath in exports except ./package.json; the root too unless it is the bin (importing it runs the CLI). */
+function exportsToCheck(manifest) {
+  const exportsField = manifest.exports ?? {};
+  const entries = typeof exportsField === 'string' ? { '.': exportsField } : exportsField;
+  const target = (value) => (typeof value === 'string' ? value : (value?.import ?? value?.default));
+  const bins = new Set(Object.values(typeof manifest.bin === 'string' ? { b: manifest.bin } : (manifest.bin ?? {})).map((p) => p.replace(/^\.\//, '')));
+  const checks = [];
+  for (const [subpath, value] of Object.entries(entries)) {
+    if (subpath === './package.json' || subpath.includes('*')) continue;
+    const file = target(value)?.replace(/^\.\//, '');
+    const specifier = subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`;
+    checks.push({ specifier, isBin: bins.has(file) });
+  }
+  return checks;
+}
+
+/** Every file that exports (any condition) or bin names is in the installed package. */
+function checkExportFiles(project, manifest) {
+  const targets = new Set();
+  const collect = (value) => {
+    if (typeof value === 'string') targets.add(value.replace(/^\.\//, ''));
+    else if (value && typeof value === 'object') Object.values(value).forEach(collect);
+  };
+  collect(manifest.exports);
+  collect(manifest.bin);
+  const dir = join(project, 'node_modules', manifest.name);
+  const missing = [...targets].filter((file) => !file.includes('*') && !existsSync(join(dir, file)));
+  if (missing.length > 0) fail('files named by exports and bin are shipped', `missing: ${missing.join(', ')}`);
+  else pass('files named by exports and bin are shipped', `${targets.size} files`);
+}
+
+async function checkImport(node, env, project, specifier) {
+  const name = `import '${specifier}'`;
+  const result = await new Promise((done) => {
+    const child = spawn(node, ['--input-type=module', '-e', importProbe(specifier)], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+    // A module that keeps the process alive (a timer, a server left open) fails here.
+    const timer = setTimeout(() => child.kill('SIGKILL'), IMPORT_TIMEOUT_MS);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, stdout, stderr });
+    });
+  });
+  if (result.code !== 0) {
+    fail(name, `exit ${result.code ?? `${result.signal} (did not exit within ${IMPORT_TIMEOUT_MS / 1000} s)`}\n    ${tail(result.stderr + result.stdout)}`);
+    return;
+  }
+  const seen = JSON.parse(result.stdout.trim().split('\n').pop());
+  const problems = [];
+  if (seen.names.length === 0) problems.push('no exports');
+  if (seen.output) problems.push(`printed ${JSON.stringify(seen.output.slice(0, 200))}`);
+  if (seen.exitCode !== 0) problems.push(`set exit code ${seen.exitCode}`);
+  if (seen.signalHandlers !== 0) problems.push(`installed ${seen.signalHandlers} signal handler(s)`);
+  if (seen.emulator) {
+    const { status, body } = seen.emulator;
+    if (status !== 200 || !Array.isArray(body?.Events)) problems.push(`startEmulator's IMDS answered ${status} ${JSON.stringify(body)}`);
+    if (!seen.emulator.asyncDispose) problems.push('the handle has no [Symbol.asyncDispose]() on this Node');
+  }
+  const closedBy = seen.emulator?.asyncDispose ? '[Symbol.asyncDispose]()' : 'close()';
+  const what = `${seen.names.length} exports${seen.emulator ? `; startEmulator served a document, closed by ${closedBy}` : ''}`;
+  if (problems.length > 0) fail(name, `${what}; ${problems.join('; ')}`);
+  else pass(name, `${what}, no side effects`);
+}
+
+async function main() {
+  const options = parseArgs(process.argv.slice(2));
+  const version = run(options.node, ['--version']).stdout.trim();
+  process.stdout.write(`smoke: packed package on Node ${version} (${options.node})\n`);
+  const work = mkdtempSync(join(tmpdir(), 'forewarn-smoke-'));
+  try {
+    const tarball = options.tarball ?? pack(work);
+    if (!tarball) return;
+    const project = join(work, 'consumer');
+    mkdirSync(project);
+    // The chosen Node comes first on PATH, so the bin's `#!/usr/bin/env node` and npm's scripts use it.
+    const env = { ...process.env, PATH: `${dirname(options.node)}${delimiter}${process.env.PATH ?? ''}` };
+    for (const key of Object.keys(env)) if (key.startsWith('npm_')) delete env[key];
+    if (!install(options.node, env, project, tarball)) return;
+    const manifest = JSON.parse(readFileSync(join(project, 'node_modules', 'forewarn', 'package.json'), 'utf8'));
+    checkVersion(env, project, manifest.version);
+    await checkEmulator(env, project);
+    checkExportFiles(project, manifest);
+    const checks = exportsToCheck(manifest);
+    for (const { specifier, isBin } of checks) {
+      if (isBin) skip(`import '${specifier}'`, 'the root export is the CLI bin; importing it would run the CLI');
+      else await checkImport(options.node, env, project, specifier);
+    }
+    process.stdout.write(`smoke: exports checked: ${checks.filter((c) => !c.isBin).map((c) => c.specifier).join(', ') || 'none'}\n`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  fail('smoke script', error instanceof Error ? error.message : String(error));
+}
+const failed = results.filter((status) => status === 'FAIL').length;
+process.stdout.write(`smoke: ${failed === 0 && results.length > 0 ? 'OK' : 'FAILED'} — ${results.filter((s) => s === 'PASS').length} passed, ${failed} failed, ${results.filter((s) => s === 'SKIP').length} skipped\n`);
+process.exitCode = failed === 0 && results.length > 0 ? 0 : 1;

@@ -1,0 +1,6 @@
+// `forewarn/emulator`: start emulators in-process. Importing it starts nothing.
+export { EmulatorHandle, startEmulator } from './library.js';
+export { EmulatorOptionError, type Address, type FleetDefinition, type StartEmulatorOptions } from './library-options.js';
+export type { VmSpec } from './engine/fleet.js';
+export type { Clock } from './engine/clock.js';
+export { ControlApiError, ControlConnectionError } from '../control/errors.js';
