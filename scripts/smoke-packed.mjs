@@ -1,16 +1,20 @@
 #!/usr/bin/env node
-// Smoke test of the package as users get it: pack, install the tarball with --omit=dev into an
-// empty project, then run the CLI and import every export with the given Node binary.
+// Smoke test of the packages as users get them: pack forewarn and @forewarn/client, install both
+// tarballs with --omit=dev into an empty project, run the CLI and import every export with the given
+// Node binary; install @forewarn/client alone and check it brings nothing else; type-check a
+// consumer with moduleResolution NodeNext; run publint and attw on each tarball.
 //
-//   node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]
+//   node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]... [--no-static]
 //
-// NODE_BINARY defaults to the Node running this script. --tarball reuses a packed file (CI packs once
-// and checks it with two Nodes). npm itself runs on NODE_BINARY, so engine warnings (EBADENGINE) are
-// judged against that version. Prints one PASS/FAIL/SKIP line per check; exits 1 on any FAIL.
+// NODE_BINARY defaults to the Node running this script. --tarball reuses packed files, one per
+// package (CI packs once and checks them with two Nodes). npm itself runs on NODE_BINARY, so engine
+// warnings (EBADENGINE) are judged against that version. --no-static skips the checks that do not
+// depend on the Node (tsc, publint, attw: they run on this script's Node from the repo's
+// devDependencies). Prints one PASS/FAIL/SKIP line per check; exits 1 on any FAIL.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -18,28 +22,33 @@ const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 10_000;
 const IMPORT_TIMEOUT_MS = 30_000;
 const SCHEDULED_EVENTS = '/metadata/scheduledevents?api-version=2020-07-01';
+const MAIN = 'forewarn';
+const CLIENT = '@forewarn/client';
+// [choice] The packages are ESM only (Node >= 20.18 has no require(esm) by default), so attw's one
+// finding for CommonJS consumers, cjs-resolves-to-esm, is expected; every other rule, node10 included
+// (typesVersions), must pass. Its "esm-only" profile would also ignore node10.
+const ATTW_ARGS = ['--ignore-rules', 'cjs-resolves-to-esm', '--format', 'ascii', '--no-emoji', '--no-color'];
 
 function usage(message) {
-  process.stderr.write(`smoke-packed: ${message}\nusage: node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]\n`);
+  process.stderr.write(`smoke-packed: ${message}\nusage: node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]... [--no-static]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const options = { node: process.execPath, tarball: undefined };
+  const options = { node: process.execPath, tarballs: [], static: true };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--tarball') {
-      options.tarball = argv[++i];
-      if (!options.tarball) usage('--tarball needs a file');
-    } else if (arg.startsWith('-')) usage(`unknown option ${arg}`);
+      const file = argv[++i];
+      if (!file) usage('--tarball needs a file');
+      options.tarballs.push(resolve(file));
+    } else if (arg === '--no-static') options.static = false;
+    else if (arg.startsWith('-')) usage(`unknown option ${arg}`);
     else options.node = arg;
   }
   options.node = resolve(options.node);
   if (!existsSync(options.node)) usage(`no Node binary at ${options.node}`);
-  if (options.tarball) {
-    options.tarball = resolve(options.tarball);
-    if (!existsSync(options.tarball)) usage(`no tarball at ${options.tarball}`);
-  }
+  for (const file of options.tarballs) if (!existsSync(file)) usage(`no tarball at ${file}`);
   return options;
 }
 
@@ -73,31 +82,128 @@ function run(command, args, { cwd, env, input } = {}) {
 }
 
 function pack(work) {
-  // Runs `prepare` (the build), so the tarball holds what the current sources compile to.
-  const result = run('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT });
+  // Runs `prepare`/`prepack` (the builds), so the tarballs hold what the current sources compile to.
+  const result = run('npm', ['pack', '--json', '--workspaces', '--include-workspace-root', '--pack-destination', work], { cwd: ROOT });
   if (result.code !== 0) {
     fail('npm pack', `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
     return undefined;
   }
   const json = result.stdout.slice(result.stdout.indexOf('\n[') + 1 || result.stdout.indexOf('['));
-  const [info] = JSON.parse(json);
-  pass('npm pack', `${info.filename}: ${info.entryCount} files, ${(info.size / 1024).toFixed(0)} kB packed, ${(info.unpackedSize / 1024).toFixed(0)} kB unpacked`);
-  return join(work, info.filename);
+  const infos = JSON.parse(json);
+  for (const info of infos) {
+    pass(`npm pack ${info.name}`, `${info.filename}: ${info.entryCount} files, ${(info.size / 1024).toFixed(0)} kB packed, ${(info.unpackedSize / 1024).toFixed(0)} kB unpacked`);
+  }
+  return infos.map((info) => join(work, info.filename));
 }
 
-function install(node, env, project, tarball) {
+/** The package.json inside a tarball, to tell which package it holds. */
+function tarballManifest(file) {
+  const result = run('tar', ['-xzOf', file, 'package/package.json']);
+  if (result.code !== 0) throw new Error(`cannot read package/package.json in ${file}: ${result.stderr.trim()}`);
+  return JSON.parse(result.stdout);
+}
+
+function install(node, env, project, tarballs, label) {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke-consumer', private: true, type: 'module' }, null, 2));
-  const result = run(node, [npmCli(), 'install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', tarball], { cwd: project, env });
+  const result = run(node, [npmCli(), 'install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs], { cwd: project, env });
+  const name = `npm install --omit=dev ${label}`;
   if (result.code !== 0) {
-    fail('npm install --omit=dev', `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
+    fail(name, `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
     return false;
   }
-  pass('npm install --omit=dev', tail(result.stdout, 1));
+  pass(name, tail(result.stdout, 1));
   // An engines range that excludes this Node is a warning by default and an error with engine-strict.
   const engine = (result.stderr + result.stdout).split('\n').filter((line) => line.includes('EBADENGINE'));
-  if (engine.length > 0) fail('no EBADENGINE warnings', `\n    ${engine.join('\n    ')}`);
-  else pass('no EBADENGINE warnings');
+  if (engine.length > 0) fail(`no EBADENGINE warnings (${label})`, `\n    ${engine.join('\n    ')}`);
+  else pass(`no EBADENGINE warnings (${label})`);
   return true;
+}
+
+/** @forewarn/client installed alone brings nothing else: `npm ls --all` lists it and only it. */
+function checkClientAlone(node, env, project, manifest) {
+  const name = `${CLIENT} installs with zero dependencies`;
+  const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies, ...manifest.optionalDependencies });
+  const result = run(node, [npmCli(), 'ls', '--omit=dev', '--all', '--parseable'], { cwd: project, env });
+  const installed = result.stdout.trim().split('\n').slice(1).map((dir) => dir.slice(join(project, 'node_modules').length + 1));
+  if (result.code !== 0) fail(name, `npm ls exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
+  else if (declared.length > 0 || installed.length !== 1 || installed[0] !== CLIENT) {
+    fail(name, `declares [${declared.join(', ')}]; installed: ${installed.join(', ')}`);
+  } else pass(name, 'npm ls --omit=dev --all lists only it');
+}
+
+/** The same classes whichever name a consumer imports them by. */
+async function checkSameClient(node, env, project) {
+  const name = `'${MAIN}/client' and '${MAIN}' re-export '${CLIENT}'`;
+  const code = `const [a, b, c] = await Promise.all([import('${CLIENT}'), import('${MAIN}/client'), import('${MAIN}')]);
+const names = Object.keys(a);
+const differ = names.filter((n) => a[n] !== b[n] || a[n] !== c[n]);
+process.stdout.write(JSON.stringify({ count: names.length, differ }));`;
+  const result = run(node, ['--input-type=module', '-e', code], { cwd: project, env });
+  let seen;
+  try {
+    seen = JSON.parse(result.stdout);
+  } catch {
+    fail(name, `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
+    return;
+  }
+  if (seen.count > 0 && seen.differ.length === 0) pass(name, `${seen.count} names, the same objects`);
+  else fail(name, `${seen.count} names; different objects: ${seen.differ.join(', ')}`);
+}
+
+/** A consumer's TypeScript: every export imported and a few types used, checked as NodeNext sees it. */
+const CONSUMER_TS = `import { startEmulator, ScheduledEventsClient as RootClient } from '${MAIN}';
+import * as emulator from '${MAIN}/emulator';
+import { ControlClient } from '${MAIN}/control';
+import { ScheduledEventsClient, ImdsError, affects, type ScheduledEvent, type EventChange, type WatchItem } from '${MAIN}/client';
+import * as alone from '${CLIENT}';
+
+const sameClass: typeof alone.ScheduledEventsClient = ScheduledEventsClient;
+const rootClass: typeof ScheduledEventsClient = RootClient;
+export async function use(): Promise<string[]> {
+  const emu = await startEmulator({});
+  const control = new ControlClient({ baseUrl: emu.controlUrl });
+  const client = new sameClass({ endpoint: emu.imdsUrl });
+  const doc = await client.getDocument();
+  const first: ScheduledEvent | undefined = doc.events[0];
+  const kinds: EventChange['kind'][] = ['scheduled', 'started'];
+  const handle = (item: WatchItem): number => (item.type === 'changes' ? item.changes.length : 0);
+  const err: unknown = new Error('x');
+  await emu.close();
+  return [String(first?.id), String(affects), String(err instanceof ImdsError), String(handle), kinds.join(), typeof control, typeof rootClass, typeof emulator];
+}
+`;
+
+function checkTypes(project) {
+  const name = 'tsc --module nodenext --moduleResolution nodenext (consumer of every export)';
+  writeFileSync(join(project, 'consumer.ts'), CONSUMER_TS);
+  // @types/node from this repo, as any Node consumer has it; the packages' own .d.ts are checked too.
+  const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const args = [tsc, '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--strict', '--noEmit',
+    '--skipLibCheck', 'false', '--typeRoots', join(ROOT, 'node_modules', '@types'), '--types', 'node', 'consumer.ts'];
+  const result = run(process.execPath, args, { cwd: project });
+  if (result.code === 0) pass(name);
+  else fail(name, `exit ${result.code}\n    ${tail(result.stdout + result.stderr, 20)}`);
+}
+
+async function checkPublint(tarball) {
+  const name = `publint ${basename(tarball)}`;
+  const { publint } = await import('publint');
+  const { formatMessage } = await import('publint/utils');
+  const data = readFileSync(tarball);
+  const tarballBytes = data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength);
+  const { messages, pkg } = await publint({ pack: { tarball: tarballBytes }, strict: true });
+  const lines = messages.map((m) => `${m.type}: ${formatMessage(m, pkg, { color: false }) ?? m.code}`);
+  if (messages.length === 0) pass(name, 'no messages (strict)');
+  else fail(name, `\n    ${lines.join('\n    ')}`);
+}
+
+function checkAttw(tarball) {
+  const name = `attw ${basename(tarball)} (ESM only: cjs-resolves-to-esm ignored)`;
+  const attw = join(ROOT, 'node_modules', '@arethetypeswrong', 'cli', 'dist', 'index.js');
+  const result = run(process.execPath, [attw, tarball, ...ATTW_ARGS]);
+  const verdict = result.stdout.split('\n').find((line) => /No problems found/.test(line))?.trim();
+  if (result.code === 0) pass(name, verdict ?? 'exit 0');
+  else fail(name, `exit ${result.code}\n    ${tail(result.stdout + result.stderr, 40)}`);
 }
 
 function checkVersion(env, project, expected) {
@@ -269,15 +375,29 @@ async function main() {
   process.stdout.write(`smoke: packed package on Node ${version} (${options.node})\n`);
   const work = mkdtempSync(join(tmpdir(), 'forewarn-smoke-'));
   try {
-    const tarball = options.tarball ?? pack(work);
-    if (!tarball) return;
-    const project = join(work, 'consumer');
-    mkdirSync(project);
+    const tarballs = options.tarballs.length > 0 ? options.tarballs : pack(work);
+    if (!tarballs) return;
+    const byName = new Map(tarballs.map((file) => [tarballManifest(file).name, file]));
+    for (const wanted of [MAIN, CLIENT]) if (!byName.has(wanted)) usage(`no tarball of ${wanted} among ${tarballs.join(', ')}`);
     // The chosen Node comes first on PATH, so the bin's `#!/usr/bin/env node` and npm's scripts use it.
     const env = { ...process.env, PATH: `${dirname(options.node)}${delimiter}${process.env.PATH ?? ''}` };
     for (const key of Object.keys(env)) if (key.startsWith('npm_')) delete env[key];
-    if (!install(options.node, env, project, tarball)) return;
-    const manifest = JSON.parse(readFileSync(join(project, 'node_modules', 'forewarn', 'package.json'), 'utf8'));
+
+    // @forewarn/client alone, in a project of its own.
+    const alone = join(work, 'client-alone');
+    mkdirSync(alone);
+    if (install(options.node, env, alone, [byName.get(CLIENT)], CLIENT)) {
+      const clientManifest = JSON.parse(readFileSync(join(alone, 'node_modules', CLIENT, 'package.json'), 'utf8'));
+      checkClientAlone(options.node, env, alone, clientManifest);
+      checkExportFiles(alone, clientManifest);
+      for (const { specifier } of exportsToCheck(clientManifest)) await checkImport(options.node, env, alone, specifier);
+    }
+
+    // forewarn, which depends on @forewarn/client: npm resolves that from the tarball given with it.
+    const project = join(work, 'consumer');
+    mkdirSync(project);
+    if (!install(options.node, env, project, [...byName.values()], 'all packages')) return;
+    const manifest = JSON.parse(readFileSync(join(project, 'node_modules', MAIN, 'package.json'), 'utf8'));
     checkVersion(env, project, manifest.version);
     await checkEmulator(env, project);
     checkExportFiles(project, manifest);
@@ -286,7 +406,18 @@ async function main() {
       if (isBin) skip(`import '${specifier}'`, 'the root export is the CLI bin; importing it would run the CLI');
       else await checkImport(options.node, env, project, specifier);
     }
-    process.stdout.write(`smoke: exports checked: ${checks.filter((c) => !c.isBin).map((c) => c.specifier).join(', ') || 'none'}\n`);
+    await checkSameClient(options.node, env, project);
+    process.stdout.write(`smoke: exports checked: ${checks.filter((c) => !c.isBin).map((c) => c.specifier).join(', ') || 'none'}, ${CLIENT}\n`);
+
+    if (!options.static) {
+      skip('tsc, publint, attw', '--no-static');
+      return;
+    }
+    checkTypes(project);
+    for (const file of byName.values()) {
+      await checkPublint(file);
+      checkAttw(file);
+    }
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -2,4 +2,4 @@
 export * from './emulator/index.js';
 export { ControlClient, DEFAULT_CONTROL_TIMEOUT_MS, type ControlClientOptions } from './control/index.js';
 export type * as control from './control/types.js';
-export * from './client/index.js';
+export * from './client-package.js';
