@@ -15,8 +15,8 @@ import { outputOf } from './support/cli.js';
  * Keys are commands with their trailing `# comment` removed.
  */
 const LEFT_OUT: Record<string, string> = {
-  'npm pack': "packs and builds the package; CI's packed-install step (scripts/smoke-packed.mjs) does that",
-  'npm install --save-dev /path/to/forewarn-0.1.0.tgz': "installs into another project; CI's packed-install step does that",
+  'npm pack --workspaces --include-workspace-root': "packs and builds both packages; CI's packed-install step (scripts/smoke-packed.mjs) does that",
+  'npm install --save-dev /path/to/forewarn-0.1.0.tgz /path/to/forewarn-client-0.1.0.tgz': "installs into another project; CI's packed-install step does that",
   'npm install': 'the test already runs in an installed clone; installing again would fetch from the registry',
   'npm start': 'runs until Ctrl-C; it is `forewarn emulator` with no flags, which this test starts as the default emulator',
   'npm test': 'the whole test suite, this test included',
