@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { monotonicMs } from '../emulator/engine/clock.js';
 import { ENV_REF } from './config.js';
 import { execEnvironment } from './exec-env.js';
-import { GATE_SCRIPT, GROUP_GUARD, processStartTime, programProblem } from './process-group.js';
+import { GATE_SCRIPT, GROUP_GUARD, processStartTime, programProblem, signalGroup } from './process-group.js';
 import type { Action, ActionContext, ActionResult, ExecAction, HttpAction, LogAction } from './types.js';
 
 /** How much of a program's output, or a response body, is kept for the error message. */
@@ -179,12 +179,8 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
       resolve(attempt);
     };
     const signal = (sig: NodeJS.Signals) => {
-      try {
-        if (group && child.pid !== undefined) process.kill(-child.pid, sig);
-        else child.kill(sig);
-      } catch {
-        // Already gone.
-      }
+      if (group && child.pid !== undefined) signalGroup(child.pid, sig);
+      else child.kill(sig);
     };
     const kill = (why: string) => {
       if (killedFor !== null) return;

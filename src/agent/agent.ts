@@ -175,6 +175,8 @@ export class Agent {
   #journalError: Error | null = null;
   /** Resolves when the journal is written again; exists while the retry loop runs. */
   #written: { promise: Promise<void>; resolve: () => void } | null = null;
+  /** Whether #retryJournal is running; at most one at a time. */
+  #retryLoopRunning = false;
 
   constructor(options: AgentOptions) {
     this.config = options.config;
@@ -759,38 +761,53 @@ export class Agent {
     this.#retrying();
   }
 
-  /** Starts the retry loop unless it runs; returns what resolves once the journal is written. */
+  /**
+   * Starts the retry loop unless one runs; returns what resolves once the journal is written. The
+   * loop is tracked apart from the waiters: a write that lands between its sleeps wakes them,
+   * and a failure right after must not start a second loop beside the sleeping one.
+   */
   #retrying(): Promise<void> {
-    if (this.#written !== null) return this.#written.promise;
-    let resolve!: () => void;
-    const promise = new Promise<void>((r) => (resolve = r));
-    this.#written = { promise, resolve };
-    const loop = this.#retryJournal();
-    this.#work.add(loop);
-    void loop.finally(() => this.#work.delete(loop));
-    return promise;
+    if (this.#written === null) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.#written = { promise, resolve };
+    }
+    if (!this.#retryLoopRunning) {
+      this.#retryLoopRunning = true;
+      const loop = this.#retryJournal();
+      this.#work.add(loop);
+      void loop.finally(() => this.#work.delete(loop));
+    }
+    return this.#written.promise;
   }
 
   /** Rewrites the journal with backoff until it takes, or the agent stops. */
   async #retryJournal(): Promise<void> {
-    for (let failures = 1; this.#j.pending; failures++) {
-      const delay = Math.min(JOURNAL_RETRY_MAX_MS, JOURNAL_RETRY_BASE_MS * 2 ** (failures - 1));
-      if (!(await this.#wait(delay, this.#stop.signal))) return;
-      if (!this.#j.pending) break;
-      try {
-        this.#j.flush();
-      } catch (err) {
-        this.metrics.journalWriteFailures.inc();
-        this.#journalError = err as Error;
-        const now = this.#now();
-        for (const held of this.#held.values()) {
-          if (now - held.loggedAt < HELD_LOG_EVERY_MS) continue;
-          held.loggedAt = now;
-          held.log.error({ step: held.step, heldForSeconds: Math.round((now - held.since) / 1000), err: (err as Error).message }, 'still held back: the journal cannot be written');
+    let written = false;
+    try {
+      for (let failures = 1; this.#j.pending; failures++) {
+        const delay = Math.min(JOURNAL_RETRY_MAX_MS, JOURNAL_RETRY_BASE_MS * 2 ** (failures - 1));
+        if (!(await this.#wait(delay, this.#stop.signal))) return;
+        if (!this.#j.pending) break;
+        try {
+          this.#j.flush();
+        } catch (err) {
+          this.metrics.journalWriteFailures.inc();
+          this.#journalError = err as Error;
+          const now = this.#now();
+          for (const held of this.#held.values()) {
+            if (now - held.loggedAt < HELD_LOG_EVERY_MS) continue;
+            held.loggedAt = now;
+            held.log.error({ step: held.step, heldForSeconds: Math.round((now - held.since) / 1000), err: (err as Error).message }, 'still held back: the journal cannot be written');
+          }
         }
       }
+      written = true;
+    } finally {
+      // Synchronously where the loop ends, so a failure from here on starts a new loop.
+      this.#retryLoopRunning = false;
+      if (written) this.#journalWritten();
     }
-    this.#journalWritten();
   }
 
   /** The journal is on disk again: wake every held step. */

@@ -32,7 +32,7 @@ export const EXEC_ENV_ALLOWLIST: readonly string[] = [
 ];
 
 /** The FOREWARN_* variables that describe the event. */
-export function eventVariables(payload: EventPayload): Record<string, string> {
+function eventVariables(payload: EventPayload): Record<string, string> {
   return {
     FOREWARN_EVENT_ID: payload.eventId,
     FOREWARN_EVENT_TYPE: payload.type,

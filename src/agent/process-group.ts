@@ -15,8 +15,6 @@ export const GROUP_GUARD = process.platform !== 'win32';
  * The program and its arguments stay an argv ("$0" "$@"), never text the shell parses.
  */
 export const GATE_SCRIPT = 'read -r _ <&3 || exit 125; exec 3<&-; exec "$0" "$@"';
-/** The gate's exit code when it was never released. */
-export const GATE_NOT_RELEASED = 125;
 
 /** A pid's start time in clock ticks since boot (field 22 of /proc/PID/stat), or null off Linux or once it is gone. */
 export function processStartTime(pid: number): string | null {
