@@ -61,7 +61,7 @@ export class ChangeLog {
     const everything = this.everything || !this.tracking;
     this.tracking = true;
     this.everything = false;
-    for (const t of this.#tables) if (everything) t.clear();
+    if (everything) for (const t of this.#tables) t.clear();
     return everything;
   }
 }

@@ -642,10 +642,8 @@ export class Engine {
    * the caller saves a whole snapshot instead. Values are copies.
    */
   takeDelta(): EngineDelta | 'everything' {
-    if (this.#changes.restart()) {
-      this.#vmChanges.clear();
-      return 'everything';
-    }
+    // restart clears every table of the log, #vmChanges included.
+    if (this.#changes.restart()) return 'everything';
     const delta: EngineDelta = { savedAt: this.now() };
     const vms = takeTable(this.#vmChanges, (name) => this.fleet.vms.get(name), (vm) => vmToSpec(vm, this.fleet.tenantOf(vm)));
     const events = takeTable(this.#live.changes, (id) => this.#live.get(id), cloneEvent);

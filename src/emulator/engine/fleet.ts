@@ -18,7 +18,7 @@ export type Zone = (typeof ZONES)[number];
 
 /**
  * What /metadata/instance shows about a VM beyond its place in the fleet; each field as declared,
- * absent ones take the defaults of `src/emulator/imds/instance.ts`. Tenants may declare all but
+ * absent ones take the defaults of `src/emulator/imds/instance-defaults.ts`. Tenants may declare all but
  * the per-NIC fields (privateIp, publicIp, macAddress) for their VMs in fleet files.
  */
 export interface InstanceSettings {

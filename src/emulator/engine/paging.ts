@@ -25,7 +25,7 @@ const CURSOR = /^(0|[1-9]\d{0,14})$/;
 const inRange = (limit: number) => Number.isInteger(limit) && limit >= 1 && limit <= MAX_PAGE_LIMIT;
 const limitProblem = (got: string) => invalid(`limit: must be an integer from 1 to ${MAX_PAGE_LIMIT}, got ${got}`);
 
-export function checkLimit(limit: number): number {
+function checkLimit(limit: number): number {
   if (!inRange(limit)) throw limitProblem(String(limit));
   return limit;
 }

@@ -22,7 +22,7 @@ const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 5_000;
 
 /** A whole snapshot as the log's first line. */
-export function snapshotLine(snapshot: EngineSnapshot): string {
+function snapshotLine(snapshot: EngineSnapshot): string {
   return `${JSON.stringify(snapshot)}\n`;
 }
 
