@@ -36,8 +36,8 @@ const VmEntry = VmSpecSchema;
 const vmField = VmSpecSchema.shape;
 
 /** Instance metadata a tenant or scale set gives all its VMs; per-NIC settings are each VM's own. */
-const TENANT_INSTANCE_KEYS = ['location', 'zone', 'vmSize', 'osType', 'resourceGroup', 'subscriptionId', 'tags'] as const;
 const { privateIp: _ip, publicIp: _pip, macAddress: _mac, ...tenantInstanceFields } = InstanceSettingsSchema;
+const TENANT_INSTANCE_KEYS = Object.keys(tenantInstanceFields) as (keyof typeof tenantInstanceFields)[];
 
 const TenantEntry = z.strictObject({
   name: z.string(),

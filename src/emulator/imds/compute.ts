@@ -1,5 +1,5 @@
 // /metadata/instance/compute: a VM's identity from the fleet, in Azure's documented schema (newest version; gated elsewhere).
-import type { Tenant, Vm } from '../engine/fleet.js';
+import type { Vm } from '../engine/fleet.js';
 import { DEFAULT_IMAGES, INSTANCE_DEFAULTS as D, stableGuid } from './instance-defaults.js';
 import type { MetadataNode } from './instance.js';
 
@@ -8,7 +8,7 @@ function instanceId(name: string): string {
   return /_(\d+)$/.exec(name)?.[1] ?? name;
 }
 
-export function computeMetadata(vm: Vm, tenant: Tenant): MetadataNode {
+export function computeMetadata(vm: Vm): MetadataNode {
   const s = vm.instance;
   const subscriptionId = s.subscriptionId ?? D.subscriptionId;
   const resourceGroupName = s.resourceGroup ?? D.resourceGroup;
@@ -40,7 +40,7 @@ export function computeMetadata(vm: Vm, tenant: Tenant): MetadataNode {
     },
     osType,
     // [choice] Each FC tenant of a scale set is one placement group, with a stable id.
-    placementGroupId: vm.scaleSet === null ? '' : stableGuid(`${subscriptionId}/${resourceGroupName}/${tenant.name}`),
+    placementGroupId: vm.scaleSet === null ? '' : stableGuid(`${subscriptionId}/${resourceGroupName}/${vm.tenant}`),
     plan: { name: '', product: '', publisher: '' },
     platformFaultDomain: String(vm.faultDomain),
     platformSubFaultDomain: '',

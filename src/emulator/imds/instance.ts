@@ -1,15 +1,25 @@
 // /metadata/instance: the whole tree at an api-version, and the node a path names in it.
-import { instanceFieldAt, LEAF_NEEDS_TEXT, TEXT_NEEDS_LEAF, FORMAT_INVALID } from '../../protocol/instance-metadata.js';
-import type { Tenant, Vm } from '../engine/fleet.js';
+import { instanceFieldAt, INSTANCE_FORMATS, LEAF_NEEDS_TEXT, TEXT_NEEDS_LEAF, FORMAT_INVALID } from '../../protocol/instance-metadata.js';
+import type { Vm } from '../engine/fleet.js';
 import { computeMetadata } from './compute.js';
 import { networkMetadata } from './network.js';
 
 /** Every leaf of instance metadata is a string, as IMDS sends them. */
 export type MetadataNode = string | MetadataNode[] | { [key: string]: MetadataNode };
 
-/** The tree as this api-version shows it: fields introduced later are left out. */
-export function instanceMetadata(vm: Vm, tenant: Tenant, version: string): MetadataNode {
-  return atVersion({ compute: computeMetadata(vm, tenant), network: networkMetadata(vm) }, '', version);
+/**
+ * Trees built so far, per VM and api-version. Nothing a tree shows changes while a Vm object is in the
+ * fleet (a re-added VM is a new object), so each is built once, not per request.
+ */
+const built = new WeakMap<Vm, Map<string, MetadataNode>>();
+
+/** The tree as this api-version shows it: fields introduced later are left out. Shared: do not modify. */
+export function instanceMetadata(vm: Vm, version: string): MetadataNode {
+  let versions = built.get(vm);
+  if (versions === undefined) built.set(vm, (versions = new Map()));
+  let tree = versions.get(version);
+  if (tree === undefined) versions.set(version, (tree = atVersion({ compute: computeMetadata(vm), network: networkMetadata(vm) }, '', version)));
+  return tree;
 }
 
 function atVersion(node: MetadataNode, path: string, version: string): MetadataNode {
@@ -34,7 +44,7 @@ export type InstanceAnswer =
  * node with children is refused too, rather than guessed at. A null error means IMDS's plain 404.
  */
 export function answerInstance(tree: MetadataNode, rest: string, format: unknown): InstanceAnswer {
-  if (format !== undefined && format !== 'json' && format !== 'text') return { status: 400, error: FORMAT_INVALID };
+  if (format !== undefined && !(INSTANCE_FORMATS as readonly unknown[]).includes(format)) return { status: 400, error: FORMAT_INVALID };
   // [choice] One trailing slash is ignored, as most HTTP servers do.
   const segments = rest === '' ? [] : rest.replace(/\/$/, '').split('/');
   let node: MetadataNode | undefined = tree;

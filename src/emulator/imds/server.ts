@@ -203,7 +203,7 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
 
   function getInstance(request: FastifyRequest, reply: FastifyReply): void {
     const vm = engine.fleet.get(request.imdsVm);
-    const tree = instanceMetadata(vm, engine.fleet.tenantOf(vm), request.imdsVersion);
+    const tree = instanceMetadata(vm, request.imdsVersion);
     const rest = (request.params as { '*'?: string })['*'] ?? '';
     const answer = answerInstance(tree, rest, (request.query as Query).format);
     if (answer.status !== 200) {
