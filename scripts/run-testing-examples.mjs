@@ -11,10 +11,11 @@
 // Prints one PASS/FAIL line per example; exits 1 on any FAIL. Downloads go to npm's own cache
 // (~/.npm, outside any node_modules) and are reused with --prefer-offline.
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkNodeAndTarballs, npmCli, parseNodeAndTarballs, which } from './packed-args.mjs';
 
 const EXAMPLES = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'examples', 'testing');
 const INSTALL_TIMEOUT_MS = 120_000;
@@ -26,41 +27,11 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const options = { node: undefined, tarballs: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--tarball') {
-      const file = argv[++i];
-      if (!file) usage('--tarball needs a file');
-      options.tarballs.push(resolve(file));
-    } else if (arg.startsWith('-')) usage(`unknown option ${arg}`);
-    else if (options.node) usage(`one NODE_BINARY only (got ${options.node} and ${arg}); each tarball needs its own --tarball`);
-    else options.node = arg;
-  }
-  if (!options.node) usage('NODE_BINARY is required');
-  if (options.tarballs.length === 0) usage('--tarball is required');
-  options.node = resolve(options.node);
-  if (!existsSync(options.node)) usage(`no Node binary at ${options.node}`);
-  for (const tarball of options.tarballs) if (!existsSync(tarball)) usage(`no tarball at ${tarball}`);
-  return options;
-}
-
-/** The first of the commands that exists on PATH, or undefined. */
-function which(...names) {
-  for (const name of names) {
-    const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' }).stdout.trim();
-    if (found) return found;
-  }
-  return undefined;
-}
-
-/** The npm CLI script behind `npm` on PATH, so it runs on the chosen Node (as smoke-packed.mjs does). */
-function npmCli() {
-  const bin = which('npm');
-  if (!bin) throw new Error('npm is not on PATH');
-  const cli = realpathSync(bin);
-  if (!cli.endsWith('.js')) throw new Error(`cannot find npm-cli.js behind ${bin} (got ${cli})`);
-  return cli;
+  const { positional, tarballs } = parseNodeAndTarballs(argv, usage);
+  if (positional.length > 1) usage(`one NODE_BINARY only (got ${positional[0]} and ${positional[1]}); each tarball needs its own --tarball`);
+  if (positional.length === 0) usage('NODE_BINARY is required');
+  if (tarballs.length === 0) usage('--tarball is required');
+  return { node: checkNodeAndTarballs(positional[0], tarballs, usage), tarballs };
 }
 
 /** Each example's test command, given the chosen Node. One table, so adding an example is one row. */

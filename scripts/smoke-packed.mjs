@@ -12,10 +12,11 @@
 // depend on the Node (tsc, publint, attw: they run on this script's Node from the repo's
 // devDependencies). Prints one PASS/FAIL/SKIP line per check; exits 1 on any FAIL.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkNodeAndTarballs, npmCli, parseNodeAndTarballs } from './packed-args.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const START_TIMEOUT_MS = 20_000;
@@ -35,21 +36,10 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const options = { node: process.execPath, tarballs: [], static: true };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === '--tarball') {
-      const file = argv[++i];
-      if (!file) usage('--tarball needs a file');
-      options.tarballs.push(resolve(file));
-    } else if (arg === '--no-static') options.static = false;
-    else if (arg.startsWith('-')) usage(`unknown option ${arg}`);
-    else options.node = arg;
-  }
-  options.node = resolve(options.node);
-  if (!existsSync(options.node)) usage(`no Node binary at ${options.node}`);
-  for (const file of options.tarballs) if (!existsSync(file)) usage(`no tarball at ${file}`);
-  return options;
+  const options = { static: true };
+  const { positional, tarballs } = parseNodeAndTarballs(argv, usage, { '--no-static': () => (options.static = false) });
+  // The last NODE_BINARY given wins; this Node by default.
+  return { ...options, tarballs, node: checkNodeAndTarballs(positional.at(-1) ?? process.execPath, tarballs, usage) };
 }
 
 const results = [];
@@ -64,16 +54,6 @@ const skip = (name, detail) => report('SKIP', name, detail);
 /** The last lines of a command's output, enough to see why it failed. */
 function tail(text, lines = 12) {
   return text.trim().split('\n').slice(-lines).join('\n    ');
-}
-
-/** The npm CLI script behind `npm` on PATH, so it can be run on another Node. */
-function npmCli() {
-  const which = spawnSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' });
-  const bin = which.stdout.trim();
-  if (!bin) throw new Error('npm is not on PATH');
-  const cli = realpathSync(bin);
-  if (!cli.endsWith('.js')) throw new Error(`cannot find npm-cli.js behind ${bin} (got ${cli})`);
-  return cli;
 }
 
 function run(command, args, { cwd, env, input } = {}) {

@@ -58,11 +58,12 @@ export function parseEndpointFlags(flags: EndpointFlags, env: Io['env'] = {}): E
 }
 
 /** A client for the request; anything the SDK refuses up front is the user's flags (exit 2). */
-export function makeClient(request: EndpointRequest): ScheduledEventsClient {
+export function makeClient(request: EndpointRequest, fetchImpl?: typeof fetch): ScheduledEventsClient {
   try {
     return new ScheduledEventsClient({
       endpoint: request.endpoint,
       ...(request.apiVersion !== undefined ? { apiVersion: request.apiVersion } : {}),
+      ...(fetchImpl !== undefined ? { fetch: fetchImpl } : {}),
     });
   } catch (err) {
     throw new UsageError((err as Error).message);

@@ -1,6 +1,6 @@
 // How `events` and `approve` wait for IMDS: --timeout, and a word on stderr when the endpoint stays silent.
-import { ScheduledEventsClient } from '../client/index.js';
-import { ONE_SHOT_DEADLINE_MS, clientFailure, type EndpointRequest } from './endpoint.js';
+import type { ScheduledEventsClient } from '../client/index.js';
+import { ONE_SHOT_DEADLINE_MS, clientFailure, makeClient, type EndpointRequest } from './endpoint.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 /** [choice] Say what we wait for once a request has gone this long unanswered: a live endpoint answers in milliseconds. */
@@ -53,18 +53,7 @@ export function watchedClient(request: EndpointRequest, options: WaitOptions): {
       timers.delete(timer);
     }
   };
-  let client: ScheduledEventsClient;
-  try {
-    client = new ScheduledEventsClient({
-      endpoint: request.endpoint,
-      ...(request.apiVersion !== undefined ? { apiVersion: request.apiVersion } : {}),
-      fetch: watched,
-    });
-  } catch (err) {
-    // Anything the SDK refuses up front is the user's flags (exit 2), as in makeClient.
-    throw new UsageError((err as Error).message);
-  }
-  return { client, stop: () => timers.forEach((timer) => clearTimeout(timer)) };
+  return { client: makeClient(request, watched), stop: () => timers.forEach((timer) => clearTimeout(timer)) };
 }
 
 /** Runs one call under the timeout; failures become one line naming the URL. */
