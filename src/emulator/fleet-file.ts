@@ -1,8 +1,5 @@
 // `--fleet FILE`: a fleet described in YAML or JSON, checked up front with positions in every error.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { extname } from 'node:path';
-import { LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { EngineError } from './engine/errors.js';
 import { Fleet, TENANT_KINDS, fleetRuleFields, type VmSpec } from './engine/fleet.js';
@@ -16,19 +13,19 @@ import {
   scaleSetTenants,
 } from './fleet-generator.js';
 import { InstanceSettingsSchema, VmSpecSchema } from './vm-spec.js';
-import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
-import { plainData } from '../shared/yaml-data.js';
+import {
+  CheckedDocument,
+  DocumentError,
+  formatPath,
+  issueProblems,
+  readDocumentFile,
+  type Path,
+  type Problem,
+} from '../shared/checked-document.js';
 
-export class FleetFileError extends Error {
+/** A problem in a fleet file: file, line, col, field path and problem, as `FILE:line:col: path: problem`. */
+export class FleetFileError extends DocumentError {
   override name = 'FleetFileError';
-  constructor(
-    message: string,
-    readonly file: string,
-    readonly line: number,
-    readonly col: number,
-  ) {
-    super(message);
-  }
 }
 
 // A VM's own entry is exactly what POST /v1/vms takes.
@@ -63,6 +60,7 @@ const ScaleSetEntry = z.strictObject({
   osImageNotification: vmField.osImageNotification,
   gpu: vmField.gpu,
   priority: vmField.priority,
+  evictionPolicy: vmField.evictionPolicy,
   instances: z.int().min(0).max(MAX_GENERATED_VMS).optional(),
   hosts: z.union([z.int().min(1), z.array(z.string()).min(1)], { error: 'expected a host count or a list of host names' }).optional(),
   hostPrefix: z.string().optional(),
@@ -92,7 +90,6 @@ const FleetDocument = z.strictObject({
   hosts: z.array(HostEntry).optional(),
 });
 type FleetDocument = z.infer<typeof FleetDocument>;
-
 
 /**
  * [choice] The most VMs one control API request may build (a scenario's fleet), unless the emulator
@@ -144,59 +141,19 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** One problem at a place in the file. */
-interface Problem {
-  path: Path;
-  message: string;
-  /** Point at this key's name rather than its value (unknown keys). */
-  key?: string | undefined;
-}
-
 /** Reads and checks a fleet file; every error names file:line:col, the field and the problem. */
 export function loadFleetFile(path: string): VmSpec[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new FleetFileError(`${path}: cannot read the fleet file: ${readProblem(err)}`, path, 0, 0);
-  }
-  return parseFleet(text, path);
+  return parseFleet(readDocumentFile(path, 'fleet file', FleetFileError), path);
 }
 
 /** Parses fleet text; `file` names it in errors, and its extension picks JSON or YAML. */
 export function parseFleet(text: string, file: string): VmSpec[] {
-  const lineCounter = new LineCounter();
-  // JSON is read by the YAML parser too (YAML 1.2 is a superset), which gives positions for both.
-  const json = extname(file).toLowerCase() === '.json';
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const at = (offset: number) => lineCounter.linePos(offset);
-  const fail = (offset: number, message: string): never => {
-    const { line, col } = at(offset);
-    throw new FleetFileError(`${file}:${line}:${col}: ${message}`, file, line, col);
-  };
-  const jsonProblem = json ? jsonSyntaxProblem(text, doc) : null;
-  if (jsonProblem) fail(jsonProblem.offset, `JSON syntax error: ${jsonProblem.why}`);
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0]!;
-    fail(e.pos[0], `${json ? 'JSON' : 'YAML'} syntax error: ${e.message}`);
-  }
-  const data = plainData(doc, fail);
-  if (data === null || data === undefined) fail(0, 'the file is empty; expected a mapping with "vms"');
-
-  const parsed = FleetDocument.safeParse(data);
-  if (!parsed.success) {
-    const problems: Problem[] = parsed.error.issues.map((issue) => {
-      if (issue.code === 'unrecognized_keys') {
-        const key = issue.keys[0]!;
-        return { path: [...issue.path, key] as Path, key, message: `unknown key "${key}"` } as Problem;
-      }
-      return { path: issue.path as Path, message: cleanMessage(issue.message) };
-    });
-    throw problemError(doc, file, lineCounter, problems);
-  }
+  const source = new CheckedDocument(text, file, { error: FleetFileError, empty: 'the file is empty; expected a mapping with "vms"' });
+  const parsed = FleetDocument.safeParse(source.data);
+  if (!parsed.success) throw source.first(issueProblems(parsed.error.issues));
   // Sections are read in the order written, so a duplicate is reported where it occurs second.
-  const order = Object.keys(data as object) as (keyof FleetDocument)[];
-  const error = (problem: Problem) => problemError(doc, file, lineCounter, [problem]);
+  const order = Object.keys(source.data as object) as (keyof FleetDocument)[];
+  const error = (problem: Problem) => source.error(problem);
   checkTotal(parsed.data, order, error);
   return resolveFleet(parsed.data, order, error);
 }
@@ -214,34 +171,19 @@ function checkTotal(fleetDoc: FleetDocument, order: readonly (keyof FleetDocumen
     if (n > MAX_GENERATED_VMS) return;
     total += n;
     if (total > MAX_FILE_FLEET_VMS) {
-      throw error({ path, message: `brings the fleet to ${total} VMs with the entries before it; a fleet file makes at most ${MAX_FILE_FLEET_VMS}` });
+      throw error({
+        path,
+        message: `brings the fleet to ${total} VMs with the entries before it; a fleet file makes at most ${MAX_FILE_FLEET_VMS}`,
+      });
     }
   };
   for (const section of order) {
     if (section === 'vms') add(fleetDoc.vms!.length, ['vms']);
     else if (section === 'scaleSets') fleetDoc.scaleSets!.forEach((s, i) => add(s.instances ?? 0, ['scaleSets', i, 'instances']));
-    else if (section === 'generate') fleetDoc.generate!.forEach((g, i) => add(g.availabilitySets * g.vmsPerSet, ['generate', i, 'vmsPerSet']));
+    else if (section === 'generate')
+      fleetDoc.generate!.forEach((g, i) => add(g.availabilitySets * g.vmsPerSet, ['generate', i, 'vmsPerSet']));
   }
 }
-
-function cleanMessage(message: string): string {
-  if (/received undefined$/.test(message)) return 'missing (required)';
-  return message.replace(/^Invalid (input|option): /, '');
-}
-
-/** Turns the earliest problem into an error at its place in the file. */
-function problemError(doc: Document, file: string, lineCounter: LineCounter, problems: Problem[]): FleetFileError {
-  const located = problems.map((p) => ({ ...p, offset: offsetOf(doc, p.path, p.key) }));
-  located.sort((a, b) => a.offset - b.offset);
-  const first = located[0]!;
-  const { line, col } = lineCounter.linePos(first.offset);
-  const where = formatPath(first.path);
-  const more = located.length > 1 ? ` (and ${located.length - 1} more problem${located.length > 2 ? 's' : ''})` : '';
-  return new FleetFileError(`${file}:${line}:${col}: ${where ? `${where}: ` : ''}${first.message}${more}`, file, line, col);
-}
-
-
-
 
 type Section = 'vms' | 'scaleSets' | 'generate';
 
@@ -302,7 +244,8 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
       fleetDoc.scaleSets!.forEach((s, i) => {
         const at: Path = ['scaleSets', i];
         const first = scaleSets.get(s.name);
-        if (first) throw error({ path: [...at, 'name'], message: `scale set '${s.name}' is listed twice (first at ${formatPath(first.at)})` });
+        if (first)
+          throw error({ path: [...at, 'name'], message: `scale set '${s.name}' is listed twice (first at ${formatPath(first.at)})` });
         if (s.instances === undefined && (s.hosts !== undefined || s.hostPrefix !== undefined)) {
           const key = s.hosts !== undefined ? 'hosts' : 'hostPrefix';
           throw error({ path: [...at, key], message: 'places generated instances; set instances too' });
@@ -341,7 +284,12 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
         const updateDomainCount = g.updateDomainCount ?? AVAILABILITY_SET_DEFAULTS.updateDomainCount;
         const written = writtenFields({ faultDomainCount: g.faultDomainCount, updateDomainCount: g.updateDomainCount }, at);
         written.tenant = written.tenantKind = 'prefix' in g ? [...at, 'prefix'] : at;
-        const decl: TenantDecl = { at, defaults: { tenantKind: 'availabilitySet', faultDomainCount, updateDomainCount }, written, scaleSet: undefined };
+        const decl: TenantDecl = {
+          at,
+          defaults: { tenantKind: 'availabilitySet', faultDomainCount, updateDomainCount },
+          written,
+          scaleSet: undefined,
+        };
         const prefix = g.prefix ?? 'as';
         for (let s = 0; s < g.availabilitySets; s++) declare(`${prefix}${s}`, decl, written.tenant);
       });
@@ -398,7 +346,8 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
       const record = byName.get(name);
       if (record === undefined) throw error({ path: at, message: `no VM named '${name}' in the fleet` });
       const earlier = placement.get(name);
-      if (earlier) throw error({ path: at, message: `VM '${name}' is already placed on host '${earlier.host}' (${formatPath(earlier.at)})` });
+      if (earlier)
+        throw error({ path: at, message: `VM '${name}' is already placed on host '${earlier.host}' (${formatPath(earlier.at)})` });
       const own = record.spec.host;
       if (own !== undefined && own !== h.name) {
         const from = record.source.section === 'vms' ? `in vms[${record.source.index}].host` : `by ${label(record.source)}.hosts`;
@@ -416,7 +365,7 @@ function resolveFleet(fleetDoc: FleetDocument, order: readonly (keyof FleetDocum
       fleet.add(record.spec);
     } catch (err) {
       if (!(err instanceof EngineError)) throw err;
-      const fields = fleetRuleFields(err.message);
+      const fields = fleetRuleFields(err);
       const path = blame(fleetDoc, record, fields, tenants, placement);
       throw error({ path, message: `VM '${record.spec.name}': ${err.message}` });
     }
@@ -448,7 +397,10 @@ function listedVm(
   }
   const decl = tenantName === undefined ? undefined : tenants.get(tenantName);
   if (entry.scaleSet !== undefined && decl?.scaleSet !== undefined && entry.scaleSet !== decl.scaleSet) {
-    throw error({ path: ['vms', i, 'scaleSet'], message: `tenant '${tenantName}' belongs to scale set '${decl.scaleSet}', not '${entry.scaleSet}'` });
+    throw error({
+      path: ['vms', i, 'scaleSet'],
+      message: `tenant '${tenantName}' belongs to scale set '${decl.scaleSet}', not '${entry.scaleSet}'`,
+    });
   }
   const d = decl?.defaults ?? {};
   return dropUndefined({
@@ -460,6 +412,8 @@ function listedVm(
     host: entry.host,
     address: entry.address,
     priority: entry.priority ?? d.priority,
+    evictionPolicy: entry.evictionPolicy ?? d.evictionPolicy,
+    powerState: entry.powerState,
     terminateNotificationMinutes: entry.terminateNotificationMinutes ?? d.terminateNotificationMinutes,
     osImageNotification: entry.osImageNotification ?? d.osImageNotification,
     gpu: entry.gpu ?? d.gpu,
@@ -513,8 +467,21 @@ function blame(
 /** Which key of a scaleSets or generate entry sets each VM field. */
 function generatedKeys(section: 'scaleSets' | 'generate'): Partial<Record<keyof VmSpec, readonly string[]>> {
   return section === 'scaleSets'
-    ? { name: ['name'], tenant: ['name'], scaleSet: ['name'], tenantKind: ['name'], host: ['hosts', 'hostPrefix'], faultDomain: ['faultDomainCount'] }
-    : { name: ['prefix', 'availabilitySets'], tenant: ['prefix'], tenantKind: ['prefix'], host: ['hostPrefix', 'hosts'], faultDomain: ['faultDomainCount'] };
+    ? {
+        name: ['name'],
+        tenant: ['name'],
+        scaleSet: ['name'],
+        tenantKind: ['name'],
+        host: ['hosts', 'hostPrefix'],
+        faultDomain: ['faultDomainCount'],
+      }
+    : {
+        name: ['prefix', 'availabilitySets'],
+        tenant: ['prefix'],
+        tenantKind: ['prefix'],
+        host: ['hostPrefix', 'hosts'],
+        faultDomain: ['faultDomainCount'],
+      };
 }
 
 function generatedPath(fleetDoc: FleetDocument, source: Source, fields: readonly (keyof VmSpec)[]): Path {

@@ -1,5 +1,5 @@
 // Large fleets from a few numbers: availability sets spread over shared hosts, and scale-set instances.
-import type { Priority, VmSpec } from './engine/fleet.js';
+import type { EvictionPolicy, Priority, VmSpec } from './engine/fleet.js';
 
 /** [choice] The engine's defaults for an availability set; kept equal to it by a test. */
 export const AVAILABILITY_SET_DEFAULTS = { faultDomainCount: 2, updateDomainCount: 5 } as const;
@@ -97,6 +97,7 @@ export interface ScaleSetOptions {
   /** Default `host`; only with a host count. */
   hostPrefix?: string | undefined;
   priority?: Priority | undefined;
+  evictionPolicy?: EvictionPolicy | undefined;
   terminateNotificationMinutes?: number | undefined;
   osImageNotification?: boolean | undefined;
   gpu?: boolean | undefined;
@@ -129,6 +130,7 @@ export function generateScaleSet(options: ScaleSetOptions): VmSpec[] {
   // Only settings that are on are written, so the specs read like hand-written ones.
   const extra: Partial<VmSpec> = {};
   if (options.priority !== undefined) extra.priority = options.priority;
+  if (options.evictionPolicy !== undefined) extra.evictionPolicy = options.evictionPolicy;
   if (options.terminateNotificationMinutes !== undefined) extra.terminateNotificationMinutes = options.terminateNotificationMinutes;
   if (options.osImageNotification !== undefined) extra.osImageNotification = options.osImageNotification;
   if (options.gpu !== undefined) extra.gpu = options.gpu;

@@ -1,7 +1,7 @@
 // The one schema of a VM's declaration, shared by the control API, fleet files and the state file.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { OS_TYPES, PRIORITIES, TENANT_KINDS, ZONES } from './engine/fleet.js';
+import { EVICTION_POLICIES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from './engine/fleet.js';
 import { TERMINATE_NOTICE_MINUTES } from './engine/timing.js';
 
 const ipv4 = (description: string) =>
@@ -47,12 +47,14 @@ export const InstanceSettingsSchema = {
     .record(TagName, z.string().max(256))
     .refine((t) => Object.keys(t).length <= MAX_TAGS, { message: `at most ${MAX_TAGS} tags` })
     .optional()
-    .meta({ description: 'Resource tags; a VM\'s own override its tenant\'s of the same name' }),
+    .meta({ description: "Resource tags; a VM's own override its tenant's of the same name" }),
   privateIp: ipv4('Primary private IPv4; default: the lowest free address from 10.0.0.4 up'),
   publicIp: ipv4('Public IPv4 of the primary NIC; absent: none'),
   macAddress: z
     .string()
-    .regex(/^[0-9A-Fa-f]{2}(?:[-:]?[0-9A-Fa-f]{2}){5}$/, { message: 'expected a MAC address (12 hex digits, optionally separated by - or :)' })
+    .regex(/^[0-9A-Fa-f]{2}(?:[-:]?[0-9A-Fa-f]{2}){5}$/, {
+      message: 'expected a MAC address (12 hex digits, optionally separated by - or :)',
+    })
     .optional()
     .meta({ description: 'Primary NIC MAC; default derived from the vmId' }),
 } as const;
@@ -70,6 +72,14 @@ export const VmSpecSchema = z.strictObject({
     .optional()
     .meta({ description: 'Source IP whose IMDS requests are this VM' }),
   priority: z.enum(PRIORITIES).optional(),
+  evictionPolicy: z
+    .enum(EVICTION_POLICIES)
+    .optional()
+    .meta({ description: 'Spot VMs only: what an eviction (Preempt) does to the VM; Deallocate when absent' }),
+  powerState: z
+    .enum(POWER_STATES)
+    .optional()
+    .meta({ description: 'deallocated: a Spot VM an eviction stopped; it gets no events until started (POST /v1/vms/{name}/start)' }),
   terminateNotificationMinutes: z
     .int()
     .min(TERMINATE_NOTICE_MINUTES.min)

@@ -1,7 +1,10 @@
-// The emulator's pure core: fleet, events, lifecycle and incarnations, driven by an injected clock.
+// The emulator's kernel: fleet, events, lifecycle and incarnations, driven by an injected clock.
+// Each operation kind's rules (notice, impact, what happens to the VM) live in its policy under
+// `policies/`; the kernel runs them all alike and keeps every index incrementally, so an operation,
+// a tick or a release costs in proportion to what it touches, never to the fleet's size.
 import { randomUUID } from 'node:crypto';
 import { formatIso } from '../../protocol/time.js';
-import type { EventSource, EventStatus, EventType, EventView } from '../../protocol/types.js';
+import type { EventView } from '../../protocol/types.js';
 import {
   checkActivation,
   firstCallDelayMs,
@@ -11,147 +14,34 @@ import {
   type ActivationState,
   type ActivationStatus,
 } from './activation.js';
-import type { Clock } from './clock.js';
-import { ChangeLog, TrackedMap, takeTable, type PairsDelta, type TableDelta } from './changes.js';
+import type { Clock } from '../../shared/clock.js';
+import { ChangeLog, TrackedMap, takeTable } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import {
-  HOST_OPERATIONS,
-  OPERATION_PROFILES,
-  OPERATION_TYPES,
-  isOperationType,
-  type OperationType,
-} from './operations.js';
+  OPERATION_STATUSES,
+  SNAPSHOT_VERSION,
+  type DocumentState,
+  type EndedEvent,
+  type EngineDelta,
+  type EngineEvent,
+  type EngineSnapshot,
+  type JobMember,
+  type Operation,
+  type OperationRequest,
+  type OperationStatus,
+  type Saved,
+  type StartCause,
+} from './model.js';
+import { HOST_OPERATIONS, OPERATION_TYPES, isOperationType, type OperationType } from './operations.js';
 import { pageNewestFirst, type Page, type PageRequest } from './paging.js';
+import { POLICIES, type OperationPolicy, type VmActions } from './policies/index.js';
 import { planSteps, type RollingStep } from './rolling.js';
 import { Schedule, type Due } from './schedule.js';
-import { DEGRADED_HARDWARE_NOTICE_SECONDS, OS_IMAGE_NOTICE_SECONDS, ROLLING_STEP_GAP_SECONDS, Timing } from './timing.js';
+import { ROLLING_STEP_GAP_SECONDS, Timing } from './timing.js';
 import { STATE_WHILE_STARTED, type DeletedVm, type VmState } from './vm-state.js';
 
-export interface Approval {
-  vm: string;
-  at: number;
-}
-
-export type StartCause = 'approval' | 'notBefore' | 'failure';
-
-/** An event with everything the emulator tracks about it. Times are epoch ms. */
-export interface EngineEvent {
-  id: string;
-  operationId: string;
-  /** Events of one job start together: a job on a shared host waits for every tenant (SPEC §2). */
-  jobId: string;
-  tenant: string;
-  type: EventType;
-  source: EventSource;
-  description: string;
-  durationInSeconds: number;
-  resources: string[];
-  status: EventStatus;
-  createdAt: number;
-  notBefore: number;
-  startedAt: number | null;
-  endsAt: number | null;
-  startedBy: StartCause | null;
-  approvals: Approval[];
-}
-
-/** What is remembered of an ended event: enough to answer a late approval, and its history. */
-export interface EndedEvent {
-  id: string;
-  tenant: string;
-  resources: string[];
-  endedAt: number;
-  cancelled: boolean;
-  /** Rises with each event that ends: the order of history and its page cursors. */
-  seq: number;
-  /** The event as it was when it ended; null in state files written before history was kept. */
-  event: EngineEvent | null;
-}
-
-export const OPERATION_STATUSES = ['running', 'completed', 'cancelled'] as const;
-export type OperationStatus = (typeof OPERATION_STATUSES)[number];
-
-export interface Operation {
-  id: string;
-  /** Rises with each operation created: the order of the list and its page cursors. */
-  seq: number;
-  type: OperationType;
-  createdAt: number;
-  /** Every VM the operation targets, however it was addressed. */
-  vms: string[];
-  host: string | null;
-  tenant: string | null;
-  status: OperationStatus;
-  events: string[];
-  /** VMs removed at once (delete without terminate notification). */
-  removedVms: string[];
-  /** VMs reimaged at once (reimage without OS image notification). */
-  reimagedVms: string[];
-  /** A rolling host update's fault domains, in order; null for other operations. */
-  steps: RollingStep[] | null;
-  /** The DurationInSeconds its events carry. */
-  durationInSeconds: number;
-  /** The description requested for its events, or null for the operation's default. */
-  description: string | null;
-}
-
-/** One tenant's part in a job, for showing who has approved. */
-export interface JobMember {
-  tenant: string;
-  event: string;
-  approved: boolean;
-}
-
-export interface OperationRequest {
-  type: string;
-  vms?: string[] | undefined;
-  host?: string | undefined;
-  tenant?: string | undefined;
-  /** Epoch ms. */
-  notBefore?: number | undefined;
-  durationInSeconds?: number | undefined;
-  description?: string | undefined;
-  force?: boolean | undefined;
-}
-
-export interface DocumentState {
-  vm: string;
-  incarnation: number;
-  events: EventView[];
-}
-
-/** As a state file holds it: files written before sequence numbers have none. */
-export type Saved<T extends { seq: number }> = Omit<T, 'seq'> & { seq?: number };
-
-/** 2 since the state file became a log (a snapshot, then changes); the snapshot's shape is version 1's. */
-export const SNAPSHOT_VERSION = 2;
-
-export interface EngineSnapshot {
-  format: 'forewarn-state';
-  version: typeof SNAPSHOT_VERSION;
-  savedAt: number;
-  initialFleet: VmSpec[];
-  vms: VmSpec[];
-  events: EngineEvent[];
-  ended: Saved<EndedEvent>[];
-  operations: Saved<Operation>[];
-  incarnations: Record<string, number>;
-  activation?: Record<string, ActivationState>;
-  deleted?: DeletedVm[];
-}
-
-/** What changed since the previous take (see changes.ts): a state file appends this instead of rewriting everything. */
-export interface EngineDelta {
-  savedAt: number;
-  vms?: TableDelta<VmSpec>;
-  events?: TableDelta<EngineEvent>;
-  ended?: TableDelta<Saved<EndedEvent>>;
-  operations?: TableDelta<Saved<Operation>>;
-  incarnations?: PairsDelta<number>;
-  activation?: PairsDelta<ActivationState>;
-  deleted?: TableDelta<DeletedVm>;
-}
+export * from './model.js';
 
 export type ChangeListener = (vms: readonly string[]) => void;
 
@@ -198,8 +88,23 @@ export class Engine {
   readonly #operations = new TrackedMap<string, Operation>(this.#changes);
   /** Live events of each job. */
   readonly #jobs = new Map<string, EngineEvent[]>();
-  /** The host update in progress for each tenant: routine maintenance never overlaps within a tenant. */
-  readonly #maintenance = new Map<string, string>();
+  /** [seed] The routine operations running over each tenant, and the fault domains each holds there. */
+  readonly #maintenance = new Map<string, Map<string, readonly number[]>>();
+  /** The tenants each running routine operation holds, so finishing releases them without a scan. */
+  readonly #maintained = new Map<string, string[]>();
+  /** Live events that name each VM in their Resources. */
+  readonly #byVm = new Map<string, Set<EngineEvent>>();
+  /** How many events of each running operation are live. */
+  readonly #liveByOperation = new Map<string, number>();
+  /** How many events of each running operation ended cancelled: its outcome, without reading its events. */
+  readonly #cancelledByOperation = new Map<string, number>();
+  /** The rolling step each live or ended event of a running rollout belongs to. */
+  readonly #stepOf = new Map<string, RollingStep>();
+  /** Ended events history may forget, oldest first; those of a running operation wait in #held. */
+  readonly #prunable = new Set<string>();
+  readonly #held = new Map<string, string[]>();
+  /** VMs a Spot eviction deallocated. */
+  readonly #deallocated = new Set<string>();
   readonly #activationOptions: ActivationOptions;
   readonly #activation = new TrackedMap<string, ActivationState>(this.#changes);
   readonly #incarnations = new TrackedMap<string, number>(this.#changes);
@@ -207,6 +112,8 @@ export class Engine {
   readonly #historyLimit: number;
   /** Finished operations in the order they finished: the oldest goes first past the limit. */
   readonly #finished = new Set<string>();
+  /** Events created since the engine started: a figure for benchmarks and metrics. */
+  #eventsCreated = 0;
   /** Never goes back, not even on reset, so no cursor handed out can come to mean a newer item. */
   #nextSeq = 0;
   readonly #schedule = new Schedule();
@@ -278,14 +185,19 @@ export class Engine {
     return { items: page.items.map((e) => ({ ...e, resources: [...e.resources], event: cloneEvent(e.event) })), next: page.next };
   }
 
-  /** What each VM is going through now; a VM missing from the map is running. */
+  /**
+   * What each VM is going through now; a VM missing from the map is running. A Started event
+   * marks its VMs only during its impact: after that they run again while it stays in the document.
+   */
   vmStates(): Map<string, VmState> {
     this.tick();
+    const now = this.now();
     const states = new Map<string, VmState>();
     for (const e of this.#live.values()) {
-      if (e.status !== 'Started') continue;
+      if (e.status !== 'Started' || this.#impactEndsAt(e) <= now) continue;
       for (const name of e.resources) if (this.fleet.vms.has(name)) states.set(name, STATE_WHILE_STARTED[e.type]);
     }
+    for (const name of this.#deallocated) states.set(name, 'deallocated');
     return states;
   }
 
@@ -301,9 +213,13 @@ export class Engine {
     this.tick();
     const { status } = request;
     if (status !== undefined && !OPERATION_STATUSES.includes(status)) {
-      throw invalid(`status: must be one of ${OPERATION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+      throw invalid(`status: must be one of ${OPERATION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`, 'status');
     }
-    const page = pageNewestFirst([...this.#operations.values()], request, (o): o is Operation => status === undefined || o.status === status);
+    const page = pageNewestFirst(
+      [...this.#operations.values()],
+      request,
+      (o): o is Operation => status === undefined || o.status === status,
+    );
     return { items: page.items.map((o) => structuredClone(o)), next: page.next };
   }
 
@@ -334,6 +250,11 @@ export class Engine {
   /** Entries waiting in the schedule, stale ones included: for tests and benchmarks. */
   get pendingTransitions(): number {
     return this.#schedule.size;
+  }
+
+  /** How many events this engine has created, ended ones included. */
+  get eventsCreated(): number {
+    return this.#eventsCreated;
   }
 
   /** When the next lifecycle transition is due, for runtimes that sleep until then. */
@@ -399,53 +320,65 @@ export class Engine {
     return vm;
   }
 
+  /** [seed] Starts a VM a Spot eviction deallocated: it runs, and sees its tenant's events, again. */
+  startVm(name: string): Vm {
+    this.tick();
+    const vm = this.fleet.get(name);
+    if (vm.powerState !== 'deallocated')
+      throw conflict(`VM '${name}' is ${vm.powerState}, not deallocated; only a deallocated VM can be started`);
+    vm.powerState = 'running';
+    this.#deallocated.delete(name);
+    this.#vmChanges.updated(name);
+    this.#touchVm(name);
+    this.#mutated = true;
+    this.#commit();
+    return { ...vm };
+  }
+
   createOperation(request: OperationRequest): Operation {
     this.tick();
     const now = this.now();
     const type = request.type;
     if (!isOperationType(type)) {
-      throw invalid(`unknown operation type ${JSON.stringify(type)}; expected one of ${OPERATION_TYPES.join(', ')}`);
+      throw invalid(`unknown operation type ${JSON.stringify(type)}; expected one of ${OPERATION_TYPES.join(', ')}`, 'type');
     }
-    const profile = OPERATION_PROFILES[type];
+    const policy = POLICIES[type];
     const target = this.#resolveTarget(type, request);
     const vms = target.vms;
 
-    const duration = request.durationInSeconds ?? profile.durationInSeconds;
+    const duration = request.durationInSeconds ?? policy.durationInSeconds;
     if (!Number.isInteger(duration) || duration < -1) {
-      throw invalid(`durationInSeconds must be an integer of -1 or more, got ${duration}`);
+      throw invalid(`durationInSeconds must be an integer of -1 or more, got ${duration}`, 'durationInSeconds');
     }
-    if (request.notBefore !== undefined && !Number.isFinite(request.notBefore)) throw invalid('notBefore is not a valid time');
-    if (profile.startsAtOnce && request.notBefore !== undefined) {
-      throw invalid(`'${type}' starts at once and takes no notBefore`);
+    if (request.notBefore !== undefined && !Number.isFinite(request.notBefore)) throw invalid('notBefore is not a valid time', 'notBefore');
+    if (policy.startsAtOnce && request.notBefore !== undefined) {
+      throw invalid(`'${type}' starts at once and takes no notBefore`, 'notBefore');
     }
-    if (type === 'spot-eviction') {
-      const regular = vms.find((vm) => vm.priority !== 'Spot');
-      if (regular) throw invalid(`spot-eviction applies only to Spot VMs; '${regular.name}' is Regular`);
+    for (const [i, vm] of vms.entries()) {
+      const problem = policy.check?.(vm, this.fleet.tenantOf(vm).kind);
+      if (problem) throw invalid(problem, targetField(request, i));
     }
-    if (type === 'reimage') {
-      const other = vms.find((vm) => this.fleet.tenantOf(vm).kind !== 'scaleSet');
-      if (other) throw invalid(`reimage applies only to scale-set VMs; '${other.name}' is not in a scale set`);
-    }
-    const tenants = [...new Set(vms.map((vm) => vm.tenant))];
-    if (type === 'host-update') {
-      for (const t of tenants) {
-        const running = this.#maintenance.get(t);
-        if (running) throw conflict(`a host update is already in progress for tenant '${t}' (operation ${running}); one at a time`);
-      }
-    }
+    this.#checkOverlap(policy, vms, request);
+    const domains = faultDomainsByTenant(vms);
+    if (policy.routine) this.#checkMaintenance(domains);
 
     // Which VMs get notice; the rest are acted on at once with no event.
-    const noticed = vms.filter((vm) =>
-      type === 'delete' ? vm.terminateNotificationMinutes !== null : type === 'reimage' ? vm.osImageNotification : true,
-    );
-    const rolling = type === 'host-update' && target.tenant !== null;
+    const atOnce = new Map<Vm, 'remove' | 'reimage'>();
+    for (const vm of vms) {
+      const action = policy.withoutNotice?.(vm) ?? null;
+      if (action) atOnce.set(vm, action);
+    }
+    const noticed = vms.filter((vm) => !atOnce.has(vm));
+    // [seed] Routine maintenance over a tenant rolls, one fault domain at a time. [choice] VMs named
+    // one by one are what a tester asked for, all at once: only a tenant target rolls.
+    const rolling = policy.routine && target.tenant !== null;
     const steps = rolling ? planSteps(noticed) : null;
-    // Each plan is one event; a rolling update plans only its first fault domain now.
-    const members = steps ? [noticed.filter((vm) => vm.faultDomain === steps[0]!.faultDomain)] : [...groupBy(noticed, (vm) => vm.tenant).values()];
-    const plans = members.map((group) => ({
+    // Each group is one event (one per tenant); a rollout plans only its first fault domain now.
+    const first = steps ? noticed.filter((vm) => vm.faultDomain === steps[0]!.faultDomain) : noticed;
+    const plans = [...groupBy(first, (vm) => vm.tenant).values()].map((group) => ({
       tenant: group[0]!.tenant,
       members: group,
-      notBefore: this.#notBefore(type, group, now, request),
+      notBefore: this.#notBefore(policy, group, now, request),
     }));
 
     const operation: Operation = {
@@ -467,32 +400,72 @@ export class Engine {
     this.#operations.set(operation.id, operation);
     // [seed] A job on a host waits for every tenant on it; other operations give each tenant its own job.
     const sharedJob = target.host !== null ? this.#newId().toUpperCase() : null;
-    for (const plan of plans) {
-      const event = this.#createEvent(operation, plan.tenant, plan.members, plan.notBefore, now, sharedJob, {
-        duration,
-        description: request.description,
-      });
-      if (steps) {
-        steps[0]!.status = 'scheduled';
-        steps[0]!.at = now;
-        steps[0]!.events.push(event.id);
-      }
+    if (steps && plans.length > 0) {
+      steps[0]!.status = 'scheduled';
+      steps[0]!.at = now;
     }
-    for (const vm of vms) {
-      if (noticed.includes(vm)) continue;
-      if (type === 'delete') {
+    for (const plan of plans) {
+      this.#createEvent(operation, plan.tenant, plan.members, plan.notBefore, now, sharedJob, steps?.[0] ?? null);
+    }
+    for (const [vm, action] of atOnce) {
+      if (action === 'remove') {
         this.#removeVm(vm.name, { operation: operation.id, at: now });
         operation.removedVms.push(vm.name);
-      } else if (type === 'reimage') {
-        operation.reimagedVms.push(vm.name);
-      }
+      } else operation.reimagedVms.push(vm.name);
     }
-    if (type === 'host-update' && plans.length > 0) for (const t of tenants) this.#maintenance.set(t, operation.id);
+    // [choice] A rollout holds its tenant, and so does a host update anywhere (one at a time, as before rollouts
+    // of other kinds existed); a routine job on named VMs or a host is checked against holds but takes none.
+    if (holdsTenant(policy, target) && plans.length > 0) this.#holdMaintenance(operation.id, domains);
     this.#settle(operation);
     this.#operations.changes.updated(operation.id);
     this.#mutated = true;
     this.#commit();
     return structuredClone(operation);
+  }
+
+  /**
+   * [seed] "Virtual machines in different fault domains will not be affected by routine maintenance
+   * at the same time": a routine operation is refused while another runs over a different fault
+   * domain of the same tenant ([choice] 409; the same fault domain may share).
+   */
+  #checkMaintenance(domains: ReadonlyMap<string, readonly number[]>): void {
+    for (const [tenant, fds] of domains) {
+      for (const [running, held] of this.#maintenance.get(tenant) ?? []) {
+        if (new Set([...held, ...fds]).size === 1) continue;
+        const what = this.#operations.get(running)?.type.replace('-', ' ') ?? 'routine maintenance';
+        throw conflict(`a ${what} is already in progress for tenant '${tenant}' (operation ${running}); one at a time`);
+      }
+    }
+  }
+
+  #holdMaintenance(operationId: string, domains: ReadonlyMap<string, readonly number[]>): void {
+    for (const [tenant, fds] of domains) {
+      let running = this.#maintenance.get(tenant);
+      if (!running) this.#maintenance.set(tenant, (running = new Map()));
+      running.set(operationId, fds);
+    }
+    this.#maintained.set(operationId, [...domains.keys()]);
+  }
+
+  /** [seed] A deallocated VM gets no further events; a policy may refuse a VM already going through one of its kind. */
+  #checkOverlap(policy: OperationPolicy, vms: readonly Vm[], request: OperationRequest): void {
+    for (const [i, vm] of vms.entries()) {
+      if (vm.powerState === 'deallocated') {
+        throw conflict(
+          `VM '${vm.name}' is deallocated (evicted) and gets no further events until it is started again`,
+          targetField(request, i),
+        );
+      }
+      if (policy.exclusiveWith.length === 0) continue;
+      for (const e of this.#byVm.get(vm.name) ?? []) {
+        if (policy.exclusiveWith.includes(e.type)) {
+          throw conflict(
+            `VM '${vm.name}' already has a ${e.type} event under way (${e.id}); a second ${policy.type} is refused`,
+            targetField(request, i),
+          );
+        }
+      }
+    }
   }
 
   /**
@@ -582,7 +555,7 @@ export class Engine {
     const before = new Map([...this.fleet.vms.keys()].map((name) => [name, this.#signature(name)]));
     this.#clearState();
     for (const spec of install) {
-      this.fleet.add(spec);
+      this.#placeVm(spec);
       if (!this.#incarnations.has(spec.name)) this.#incarnations.set(spec.name, FIRST_INCARNATION);
     }
     for (const [name, signature] of before) {
@@ -603,6 +576,14 @@ export class Engine {
     this.#operations.clear();
     this.#jobs.clear();
     this.#maintenance.clear();
+    this.#maintained.clear();
+    this.#byVm.clear();
+    this.#liveByOperation.clear();
+    this.#cancelledByOperation.clear();
+    this.#stepOf.clear();
+    this.#prunable.clear();
+    this.#held.clear();
+    this.#deallocated.clear();
     this.#activation.clear();
     this.#schedule.clear();
     this.#deleted.clear();
@@ -645,17 +626,37 @@ export class Engine {
     // restart clears every table of the log, #vmChanges included.
     if (this.#changes.restart()) return 'everything';
     const delta: EngineDelta = { savedAt: this.now() };
-    const vms = takeTable(this.#vmChanges, (name) => this.fleet.vms.get(name), (vm) => vmToSpec(vm, this.fleet.tenantOf(vm)));
+    const vms = takeTable(
+      this.#vmChanges,
+      (name) => this.fleet.vms.get(name),
+      (vm) => vmToSpec(vm, this.fleet.tenantOf(vm)),
+    );
     const events = takeTable(this.#live.changes, (id) => this.#live.get(id), cloneEvent);
-    const ended = takeTable(this.#ended.changes, (id) => this.#ended.get(id), (e) => structuredClone(e));
-    const operations = takeTable(this.#operations.changes, (id) => this.#operations.get(id), (o) => structuredClone(o));
-    const incarnations = takeTable(this.#incarnations.changes, (name) => this.#incarnations.get(name), (n, name): [string, number] => [name, n]);
+    const ended = takeTable(
+      this.#ended.changes,
+      (id) => this.#ended.get(id),
+      (e) => structuredClone(e),
+    );
+    const operations = takeTable(
+      this.#operations.changes,
+      (id) => this.#operations.get(id),
+      (o) => structuredClone(o),
+    );
+    const incarnations = takeTable(
+      this.#incarnations.changes,
+      (name) => this.#incarnations.get(name),
+      (n, name): [string, number] => [name, n],
+    );
     const activation = takeTable(
       this.#activation.changes,
       (name) => this.#activation.get(name),
       (a, name): [string, ActivationState] => [name, { ...a }],
     );
-    const deleted = takeTable(this.#deleted.changes, (name) => this.#deleted.get(name), (d) => ({ ...d }));
+    const deleted = takeTable(
+      this.#deleted.changes,
+      (name) => this.#deleted.get(name),
+      (d) => ({ ...d }),
+    );
     if (vms) delta.vms = vms;
     if (events) delta.events = events;
     if (ended) delta.ended = ended;
@@ -671,28 +672,43 @@ export class Engine {
     this.#clearState();
     this.#incarnations.clear();
     this.#initialFleet = structuredClone(snapshot.initialFleet);
-    for (const spec of snapshot.vms) this.fleet.add(spec);
+    for (const spec of snapshot.vms) this.#placeVm(spec);
     for (const [name, n] of Object.entries(snapshot.incarnations)) this.#incarnations.set(name, n);
-    for (const e of snapshot.events) {
-      const event = cloneEvent(e);
-      this.#insert(event);
-      if (event.status === 'Scheduled') this.#schedule.push(event.notBefore, event.id, 'start');
-      else if (event.endsAt !== null) this.#schedule.push(event.endsAt, event.id, 'end');
-    }
     const { ended, operations, next } = sequenced(snapshot, this.#nextSeq);
     this.#nextSeq = next;
-    for (const e of ended) this.#ended.set(e.id, e);
-    for (const d of snapshot.deleted ?? []) if (!this.fleet.vms.has(d.name)) this.#deleted.set(d.name, { ...d });
     for (const op of operations) {
       this.#operations.set(op.id, op);
       if (op.status !== 'running') {
         this.#finished.add(op.id);
         continue;
       }
-      if (op.type === 'host-update') for (const vm of op.vms) this.#maintenance.set(this.fleet.vms.get(vm)?.tenant ?? vm, op.id);
+      this.#liveByOperation.set(op.id, 0);
+      for (const step of op.steps ?? []) for (const id of step.events) this.#stepOf.set(id, step);
+      if (holdsTenant(POLICIES[op.type], op))
+        this.#holdMaintenance(op.id, faultDomainsByTenant(op.vms.flatMap((n) => this.fleet.vms.get(n) ?? [])));
       const pending = op.steps?.find((step) => step.status === 'pending' && step.at !== null);
       if (pending) this.#schedule.push(pending.at!, op.id, 'step');
     }
+    for (const e of snapshot.events) {
+      const event = cloneEvent(e);
+      this.#insert(event);
+      if (event.status === 'Scheduled') this.#schedule.push(event.notBefore, event.id, 'start');
+      else if (event.endsAt !== null) {
+        // An impact that was over when the file was saved has had its effect already.
+        const impactEnd = this.#impactEndsAt(event);
+        if (impactEnd > snapshot.savedAt) this.#schedule.push(impactEnd, event.id, 'impact');
+        this.#schedule.push(event.endsAt, event.id, 'end');
+      }
+    }
+    for (const e of ended) {
+      this.#ended.set(e.id, e);
+      const op = e.event?.operationId;
+      if (op !== undefined && this.#liveByOperation.has(op)) {
+        this.#hold(op, e.id);
+        if (e.cancelled) this.#cancelledByOperation.set(op, (this.#cancelledByOperation.get(op) ?? 0) + 1);
+      } else this.#prunable.add(e.id);
+    }
+    for (const d of snapshot.deleted ?? []) if (!this.fleet.vms.has(d.name)) this.#deleted.set(d.name, { ...d });
     for (const [name, a] of Object.entries(snapshot.activation ?? {})) {
       this.#activation.set(name, { ...a });
       if (a.enablingAt !== null) this.#schedule.push(a.enablingAt, name, 'enable');
@@ -707,8 +723,15 @@ export class Engine {
 
   // ---- internals -------------------------------------------------------------
 
-  #addVm(spec: VmSpec): Vm {
+  /** Adds a VM to the fleet and to the kernel's own index of deallocated VMs. */
+  #placeVm(spec: VmSpec): Vm {
     const vm = this.fleet.add(spec);
+    if (vm.powerState === 'deallocated') this.#deallocated.add(vm.name);
+    return vm;
+  }
+
+  #addVm(spec: VmSpec): Vm {
+    const vm = this.#placeVm(spec);
     this.#vmChanges.inserted(vm.name);
     this.#deleted.delete(vm.name);
     this.#mutated = true;
@@ -718,22 +741,74 @@ export class Engine {
     return vm;
   }
 
-  /** `deletedBy` marks a VM a delete operation removed, as opposed to one taken out through the control API. */
-  #removeVm(name: string, deletedBy?: { operation: string; at: number }): Vm {
+  /**
+   * `deletedBy` marks a VM a delete operation removed, as opposed to one taken out through the
+   * control API; `cause` is the event whose impact removed it, which ends completed, not cancelled.
+   */
+  #removeVm(name: string, deletedBy?: { operation: string; at: number }, cause?: EngineEvent): Vm {
     const vm = this.fleet.get(name);
     this.#touched.add(name);
     this.fleet.remove(name);
+    this.#deallocated.delete(name);
+    this.#byVm.delete(name);
     this.#vmChanges.deleted(name);
     if (deletedBy) {
       const { tenant, host, faultDomain, updateDomain } = vm;
       this.#deleted.set(name, { name, tenant, host, faultDomain, updateDomain, deletedAt: deletedBy.at, operation: deletedBy.operation });
     }
     this.#mutated = true;
-    // Events of a tenant with no VMs left have nobody to tell; they end silently.
+    // Events of a tenant with no VMs left have nobody to tell; they end silently. One that has
+    // Started has had its impact, so it ends completed; only a Scheduled one is called off.
     if (!this.fleet.tenants.has(vm.tenant)) {
-      for (const e of [...(this.#byTenant.get(vm.tenant) ?? [])]) this.#end(e, this.now(), true);
+      for (const e of [...(this.#byTenant.get(vm.tenant) ?? [])]) this.#end(e, this.now(), e !== cause && e.status === 'Scheduled');
     }
     return { ...vm };
+  }
+
+  /** What a policy may do to a VM, carried out with the kernel's indexes and history kept right. */
+  #actions(event: EngineEvent, at: number): VmActions {
+    return {
+      moveToNewHost: (vm) => {
+        // [choice] A new host, named after a fresh id; never one the fleet already has.
+        const base = `host-${this.#newId().slice(-12).toLowerCase()}`;
+        let host = base;
+        for (let n = 2; this.fleet.hosts.has(host); n++) host = `${base}-${n}`;
+        this.fleet.moveToHost(vm.name, host);
+        this.#vmChanges.updated(vm.name);
+        this.#mutated = true;
+      },
+      remove: (vm) => {
+        if (this.fleet.vms.has(vm.name)) this.#removeVm(vm.name, { operation: event.operationId, at }, event);
+      },
+      deallocate: (vm) => {
+        if (!this.fleet.vms.has(vm.name) || vm.powerState === 'deallocated') return;
+        // Its document empties: a stopped VM sees no events.
+        this.#touchVm(vm.name);
+        vm.powerState = 'deallocated';
+        this.#deallocated.add(vm.name);
+        this.#vmChanges.updated(vm.name);
+        this.#mutated = true;
+      },
+    };
+  }
+
+  /** Runs a policy's effect on each VM of the event that is still in the fleet. */
+  #affect(event: EngineEvent, at: number, effect: OperationPolicy['onImpactStart']): void {
+    if (!effect) return;
+    const act = this.#actions(event, at);
+    for (const name of event.resources) {
+      const vm = this.fleet.vms.get(name);
+      if (vm) effect(vm, act);
+    }
+  }
+
+  #policyOf(event: EngineEvent): OperationPolicy | undefined {
+    const type = this.#operations.get(event.operationId)?.type;
+    return type === undefined ? undefined : POLICIES[type];
+  }
+
+  #impactEndsAt(event: EngineEvent): number {
+    return (event.startedAt ?? event.notBefore) + this.timing.impactMs(event.type, event.durationInSeconds);
   }
 
   #fleetSpecs(): VmSpec[] {
@@ -744,50 +819,69 @@ export class Engine {
     return this.#incarnations.get(name) ?? FIRST_INCARNATION;
   }
 
-  #minimumNoticeMs(type: OperationType, members: readonly Vm[]): number {
-    if (type === 'delete') {
-      const minutes = Math.max(...members.map((vm) => vm.terminateNotificationMinutes ?? 0));
-      return this.timing.ms(minutes * 60);
-    }
-    if (type === 'reimage') return this.timing.ms(OS_IMAGE_NOTICE_SECONDS);
-    return this.timing.minimumNoticeMs(OPERATION_PROFILES[type].eventType);
-  }
-
   #resolveTarget(type: OperationType, request: OperationRequest): { vms: Vm[]; host: string | null; tenant: string | null } {
     const targets = [request.vms, request.host, request.tenant].filter((t) => t !== undefined).length;
     if (targets !== 1) throw invalid('an operation needs exactly one target: "vms", "host" or "tenant"');
+    // [seed] A deallocated VM gets no further events: a host or tenant job passes it by.
+    const running = (names: Iterable<string>, where: string) => {
+      const vms = [...names].map((n) => this.fleet.get(n)).filter((vm) => vm.powerState === 'running');
+      if (vms.length === 0) throw conflict(`every VM of ${where} is deallocated (evicted); none can get an event`);
+      return vms;
+    };
     if (request.host !== undefined) {
       if (!HOST_OPERATIONS.has(type)) {
-        throw invalid(`'${type}' is not a host-level job; target "vms" or "tenant" (host jobs: ${[...HOST_OPERATIONS].join(', ')})`);
+        throw invalid(
+          `'${type}' is not a host-level job; target "vms" or "tenant" (host jobs: ${[...HOST_OPERATIONS].join(', ')})`,
+          'host',
+        );
       }
       const host = this.fleet.hosts.get(request.host);
-      if (!host) throw notFound(`no host named '${request.host}'`);
-      return { vms: [...host.vms].map((n) => this.fleet.get(n)), host: host.name, tenant: null };
+      if (!host) throw notFound(`no host named '${request.host}'`, 'host');
+      return { vms: running(host.vms, `host '${host.name}'`), host: host.name, tenant: null };
     }
     if (request.tenant !== undefined) {
       const tenant = this.fleet.tenants.get(request.tenant);
-      if (!tenant) throw notFound(`no tenant named '${request.tenant}'`);
-      return { vms: [...tenant.vms].map((n) => this.fleet.get(n)), host: null, tenant: tenant.name };
+      if (!tenant) throw notFound(`no tenant named '${request.tenant}'`, 'tenant');
+      return { vms: running(tenant.vms, `tenant '${tenant.name}'`), host: null, tenant: tenant.name };
     }
     if (type === 'host-update') {
-      throw invalid('host-update targets a "host" (one job for every tenant on it) or a "tenant" (rolling by fault domain), not "vms"');
+      throw invalid(
+        'host-update targets a "host" (one job for every tenant on it) or a "tenant" (rolling by fault domain), not "vms"',
+        'vms',
+      );
     }
     const names = request.vms!;
-    if (names.length === 0) throw invalid('"vms" must name at least one VM');
-    if (new Set(names).size !== names.length) throw invalid('"vms" names a VM more than once');
-    return { vms: names.map((n) => this.fleet.get(n)), host: null, tenant: null };
+    if (names.length === 0) throw invalid('"vms" must name at least one VM', 'vms');
+    const seen = new Set<string>();
+    for (const [i, n] of names.entries()) {
+      if (seen.has(n)) throw invalid('"vms" names a VM more than once', ['vms', i]);
+      seen.add(n);
+    }
+    return { vms: names.map((n, i) => this.#vmAt(n, ['vms', i])), host: null, tenant: null };
+  }
+
+  #vmAt(name: string, field: (string | number)[]): Vm {
+    const vm = this.fleet.vms.get(name);
+    if (!vm) throw notFound(`no VM named '${name}'`, field);
+    return vm;
   }
 
   /** NotBefore for an event of these VMs: the requested time if it gives the minimum notice, else the default. */
-  #notBefore(type: OperationType, members: readonly Vm[], now: number, request: OperationRequest): number {
-    const minimumMs = this.#minimumNoticeMs(type, members);
-    const defaultMs = type === 'degraded-hardware' ? this.timing.ms(DEGRADED_HARDWARE_NOTICE_SECONDS) : minimumMs;
+  #notBefore(
+    policy: OperationPolicy,
+    members: readonly Vm[],
+    now: number,
+    request: { notBefore?: number | undefined; force?: boolean | undefined },
+  ): number {
+    const minimumMs = policy.minimumNoticeMs(members, this.timing);
+    const defaultMs = policy.defaultNoticeMs?.(members, this.timing) ?? minimumMs;
     if (request.notBefore === undefined) return ceilToSecond(now + defaultMs);
     if (request.notBefore < now + minimumMs - NOTICE_TOLERANCE_MS && !request.force) {
       throw invalid(
         `notBefore ${formatIso(request.notBefore)} gives less than the minimum notice of ` +
-          `${minimumMs / 1000} s for ${OPERATION_PROFILES[type].eventType} (earliest ${formatIso(now + minimumMs)}); ` +
+          `${minimumMs / 1000} s for ${policy.eventType} (earliest ${formatIso(now + minimumMs)}); ` +
           'pass "force": true to allow it',
+        'notBefore',
       );
     }
     return ceilToSecond(request.notBefore);
@@ -800,32 +894,37 @@ export class Engine {
     notBefore: number,
     at: number,
     jobId: string | null,
-    options: { duration: number; description: string | undefined },
+    step: RollingStep | null,
   ): EngineEvent {
-    const profile = OPERATION_PROFILES[operation.type];
+    const policy = POLICIES[operation.type];
     const id = this.#newId().toUpperCase();
+    this.#eventsCreated++;
     const event: EngineEvent = {
       id,
       operationId: operation.id,
       jobId: jobId ?? id,
       tenant,
-      type: profile.eventType,
-      source: profile.source,
-      description: options.description ?? profile.description,
-      durationInSeconds: options.duration,
+      type: policy.eventType,
+      source: policy.source,
+      description: operation.description ?? policy.description,
+      durationInSeconds: operation.durationInSeconds,
       resources: members.map((vm) => vm.name),
       status: 'Scheduled',
       createdAt: at,
-      notBefore: profile.startsAtOnce ? at : notBefore,
+      notBefore: policy.startsAtOnce ? at : notBefore,
       startedAt: null,
       endsAt: null,
       startedBy: null,
       approvals: [],
     };
+    if (step) {
+      step.events.push(id);
+      this.#stepOf.set(id, step);
+    }
     this.#insert(event);
     operation.events.push(event.id);
     this.#operations.changes.updated(operation.id);
-    if (profile.startsAtOnce) this.#start(event, at, 'failure');
+    if (policy.startsAtOnce) this.#start(event, at, 'failure');
     else this.#schedule.push(event.notBefore, event.id, 'start');
     return event;
   }
@@ -833,29 +932,44 @@ export class Engine {
   /** Marks an operation finished once nothing of it is live or still to come. */
   #settle(operation: Operation): void {
     if (operation.status !== 'running') return;
-    if (operation.events.some((id) => this.#live.has(id))) return;
+    if ((this.#liveByOperation.get(operation.id) ?? 0) > 0) return;
     if (operation.steps?.some((step) => step.status === 'pending' || step.status === 'scheduled' || step.status === 'started')) return;
-    operation.status = operation.events.length > 0 && operation.events.every((id) => this.#ended.get(id)?.cancelled) ? 'cancelled' : 'completed';
-    this.#finished.add(operation.id);
-    this.#release(operation);
+    const cancelled = this.#cancelledByOperation.get(operation.id) ?? 0;
+    this.#finish(operation, operation.events.length > 0 && cancelled === operation.events.length ? 'cancelled' : 'completed');
   }
 
-  #release(operation: Operation): void {
-    for (const [tenant, id] of this.#maintenance) if (id === operation.id) this.#maintenance.delete(tenant);
+  /** The one way an operation finishes: its tenants are released and its history may be forgotten. */
+  #finish(operation: Operation, status: Exclude<OperationStatus, 'running'>): void {
+    operation.status = status;
+    this.#operations.changes.updated(operation.id);
+    this.#finished.add(operation.id);
+    for (const tenant of this.#maintained.get(operation.id) ?? []) {
+      const running = this.#maintenance.get(tenant);
+      if (running?.delete(operation.id) && running.size === 0) this.#maintenance.delete(tenant);
+    }
+    this.#maintained.delete(operation.id);
+    this.#liveByOperation.delete(operation.id);
+    this.#cancelledByOperation.delete(operation.id);
+    for (const step of operation.steps ?? []) for (const id of step.events) this.#stepOf.delete(id);
+    for (const id of this.#held.get(operation.id) ?? []) this.#prunable.add(id);
+    this.#held.delete(operation.id);
+  }
+
+  #hold(operationId: string, eventId: string): void {
+    const held = this.#held.get(operationId);
+    if (held) held.push(eventId);
+    else this.#held.set(operationId, [eventId]);
   }
 
   /** A rolling update's step event has ended: plan the next fault domain shortly after, or finish. */
-  #advanceRolling(operation: Operation, event: EngineEvent, at: number, cancelled: boolean): void {
+  #advanceRolling(operation: Operation, step: RollingStep, at: number, cancelled: boolean): void {
+    if (step.events.some((id) => this.#live.has(id))) return;
     const steps = operation.steps!;
-    const step = steps.find((s) => s.events.includes(event.id));
-    if (!step || step.events.some((id) => this.#live.has(id))) return;
     if (cancelled) {
       // [choice] A cancelled step means Azure judged the rollout too risky: the rest is called off.
       step.status = 'cancelled';
       for (const s of steps) if (s.status === 'pending') s.status = 'cancelled';
-      operation.status = 'cancelled';
-      this.#finished.add(operation.id);
-      this.#release(operation);
+      this.#finish(operation, 'cancelled');
       return;
     }
     step.status = 'done';
@@ -865,13 +979,19 @@ export class Engine {
     this.#schedule.push(next.at, operation.id, 'step');
   }
 
-  /** Schedules a rolling update's next fault domain, skipping one whose VMs have all gone. */
+  /** Schedules a rolling update's next fault domain (an event per tenant), skipping one whose VMs have all gone. */
   #runStep(operation: Operation, at: number): void {
     const step = operation.steps?.find((s) => s.status === 'pending' && s.at === at);
-    if (!step || operation.status !== 'running' || !operation.tenant) return;
+    if (!step || operation.status !== 'running') return;
     const members = step.vms
       .map((n) => this.fleet.vms.get(n))
-      .filter((vm): vm is Vm => vm !== undefined && vm.tenant === operation.tenant && vm.faultDomain === step.faultDomain);
+      .filter(
+        (vm): vm is Vm =>
+          vm !== undefined &&
+          (operation.tenant === null || vm.tenant === operation.tenant) &&
+          vm.faultDomain === step.faultDomain &&
+          vm.powerState === 'running',
+      );
     if (members.length === 0) {
       step.status = 'skipped';
       this.#operations.changes.updated(operation.id);
@@ -882,13 +1002,11 @@ export class Engine {
       } else this.#settle(operation);
       return;
     }
-    const notBefore = ceilToSecond(at + this.timing.minimumNoticeMs(OPERATION_PROFILES[operation.type].eventType));
-    const event = this.#createEvent(operation, operation.tenant, members, notBefore, at, null, {
-      duration: operation.durationInSeconds,
-      description: operation.description ?? undefined,
-    });
+    const policy = POLICIES[operation.type];
     step.status = 'scheduled';
-    step.events.push(event.id);
+    for (const group of groupBy(members, (vm) => vm.tenant).values()) {
+      this.#createEvent(operation, group[0]!.tenant, group, this.#notBefore(policy, group, at, {}), at, null, step);
+    }
     this.#operations.changes.updated(operation.id);
     this.#mutated = true;
   }
@@ -896,6 +1014,7 @@ export class Engine {
   #visible(vm: Vm, event: { tenant: string; resources: readonly string[] }): boolean {
     return (
       event.tenant === vm.tenant &&
+      vm.powerState === 'running' &&
       (!this.fleet.seesOnlyOwnEvents(vm) || event.resources.includes(vm.name)) &&
       this.#enabled(vm.name)
     );
@@ -906,7 +1025,7 @@ export class Engine {
     return this.#activationOptions.mode === 'off' || (this.#activation.get(name)?.enabledAt ?? null) !== null;
   }
 
-  /** Marks a VM changed if enabling or disabling it changes what it sees. */
+  /** Marks a VM changed if enabling or disabling it (or stopping and starting it) changes what it sees. */
   #touchVm(name: string): void {
     const vm = this.fleet.vms.get(name);
     if (!vm) return;
@@ -931,6 +1050,12 @@ export class Engine {
     const job = this.#jobs.get(event.jobId);
     if (job) job.push(event);
     else this.#jobs.set(event.jobId, [event]);
+    for (const name of event.resources) {
+      const events = this.#byVm.get(name);
+      if (events) events.add(event);
+      else this.#byVm.set(name, new Set([event]));
+    }
+    this.#liveByOperation.set(event.operationId, (this.#liveByOperation.get(event.operationId) ?? 0) + 1);
     this.#touch(event);
   }
 
@@ -956,10 +1081,13 @@ export class Engine {
     event.endsAt = at + this.timing.startedMs(event.type, event.durationInSeconds);
     this.#live.changes.updated(event.id);
     this.#operations.changes.updated(event.operationId);
+    // The impact ends first when both fall at once, so its effect precedes the removal.
+    this.#schedule.push(this.#impactEndsAt(event), event.id, 'impact');
     this.#schedule.push(event.endsAt, event.id, 'end');
     this.#touch(event);
-    const step = this.#operations.get(event.operationId)?.steps?.find((s) => s.events.includes(event.id));
+    const step = this.#stepOf.get(event.id);
     if (step) step.status = 'started';
+    this.#affect(event, at, this.#policyOf(event)?.onImpactStart);
   }
 
   #end(event: EngineEvent, at: number, cancelled: boolean): void {
@@ -971,15 +1099,36 @@ export class Engine {
     const job = this.#jobs.get(event.jobId)!;
     job.splice(job.indexOf(event), 1);
     if (job.length === 0) this.#jobs.delete(event.jobId);
-    // No longer live, so nothing changes it from here on.
-    this.#ended.set(event.id, { id: event.id, tenant: event.tenant, resources: [...event.resources], endedAt: at, cancelled, seq: this.#nextSeq++, event });
-    // A completed Terminate has deleted its VMs.
-    if (!cancelled && event.type === 'Terminate') {
-      for (const name of event.resources) if (this.fleet.vms.has(name)) this.#removeVm(name, { operation: event.operationId, at });
+    for (const name of event.resources) {
+      const events = this.#byVm.get(name);
+      if (events?.delete(event) && events.size === 0) this.#byVm.delete(name);
     }
-    const operation = this.#operations.get(event.operationId);
-    if (operation) this.#operations.changes.updated(operation.id);
-    if (operation?.steps) this.#advanceRolling(operation, event, at, cancelled);
+    const opId = event.operationId;
+    const operation = this.#operations.get(opId);
+    const running = operation?.status === 'running';
+    if (running) {
+      this.#liveByOperation.set(opId, this.#liveByOperation.get(opId)! - 1);
+      if (cancelled) this.#cancelledByOperation.set(opId, (this.#cancelledByOperation.get(opId) ?? 0) + 1);
+    }
+    // No longer live, so nothing changes it from here on.
+    this.#ended.set(event.id, {
+      id: event.id,
+      tenant: event.tenant,
+      resources: [...event.resources],
+      endedAt: at,
+      cancelled,
+      seq: this.#nextSeq++,
+      event,
+    });
+    // History keeps an event while its operation runs: the operation's outcome is read from them.
+    if (running) this.#hold(opId, event.id);
+    else this.#prunable.add(event.id);
+    // Completed before its impact was over (through the control API): the impact's effect is due now.
+    if (!cancelled && event.status === 'Started' && this.#impactEndsAt(event) > at)
+      this.#affect(event, at, this.#policyOf(event)?.onImpactEnd);
+    if (operation) this.#operations.changes.updated(opId);
+    const step = this.#stepOf.get(event.id);
+    if (operation && step) this.#advanceRolling(operation, step, at, cancelled);
     else if (operation) this.#settle(operation);
   }
 
@@ -990,6 +1139,14 @@ export class Engine {
         if (event?.status === 'Scheduled' && event.notBefore === due.at) {
           for (const e of [...(this.#jobs.get(event.jobId) ?? [])]) if (e.status === 'Scheduled') this.#start(e, due.at, 'notBefore');
         }
+        return;
+      }
+      case 'impact': {
+        const event = this.#live.get(due.ref);
+        if (event?.status !== 'Started' || this.#impactEndsAt(event) !== due.at) return;
+        // Nothing in the document changes, but what the VMs go through does.
+        this.#mutated = true;
+        this.#affect(event, due.at, this.#policyOf(event)?.onImpactEnd);
         return;
       }
       case 'end': {
@@ -1038,14 +1195,10 @@ export class Engine {
    */
   #prune(): void {
     const limit = this.#historyLimit;
-    let excess = this.#ended.size - limit;
-    if (excess > 0) {
-      for (const [id, e] of this.#ended) {
-        if (excess === 0) break;
-        if (e.event !== null && this.#operations.get(e.event.operationId)?.status === 'running') continue;
-        this.#ended.delete(id);
-        excess--;
-      }
+    for (const id of this.#prunable) {
+      if (this.#ended.size <= limit) break;
+      this.#prunable.delete(id);
+      this.#ended.delete(id);
     }
     for (const id of this.#finished) {
       if (this.#finished.size <= limit) break;
@@ -1060,10 +1213,11 @@ export class Engine {
 
   /**
    * Drops schedule entries that #apply would ignore, once they outnumber the live work that can
-   * be due (an event, a rolling step, two activation checks a VM): amortized O(1) a change.
+   * be due (an event's start or impact and end, a running operation's step, two activation checks
+   * a VM): amortized O(1) a change.
    */
   #compactSchedule(): void {
-    const live = this.#live.size + this.#maintenance.size + 2 * this.#activation.size;
+    const live = 2 * this.#live.size + this.#liveByOperation.size + 2 * this.#activation.size;
     if (this.#schedule.size <= Math.max(SCHEDULE_COMPACT_MIN, 2 * live)) return;
     this.#schedule.compact((due) => this.#stillDue(due));
   }
@@ -1074,6 +1228,10 @@ export class Engine {
       case 'start': {
         const event = this.#live.get(due.ref);
         return event?.status === 'Scheduled' && event.notBefore === due.at;
+      }
+      case 'impact': {
+        const event = this.#live.get(due.ref);
+        return event?.status === 'Started' && this.#impactEndsAt(event) === due.at;
       }
       case 'end': {
         const event = this.#live.get(due.ref);
@@ -1137,6 +1295,26 @@ function sequenced(snapshot: EngineSnapshot, from: number): { ended: EndedEvent[
 
 function cloneEvent(e: EngineEvent): EngineEvent {
   return { ...e, resources: [...e.resources], approvals: e.approvals.map((a) => ({ ...a })) };
+}
+
+function holdsTenant(policy: OperationPolicy, target: { tenant: string | null }): boolean {
+  return policy.routine && (target.tenant !== null || policy.type === 'host-update');
+}
+
+/** The request field that named the i-th target VM: its place in "vms", or the tenant or host that stood for it. */
+function targetField(request: OperationRequest, i: number): string | (string | number)[] {
+  return request.vms !== undefined ? ['vms', i] : request.tenant !== undefined ? 'tenant' : 'host';
+}
+
+/** The fault domains of the VMs in each tenant. */
+function faultDomainsByTenant(vms: readonly Vm[]): Map<string, number[]> {
+  const domains = new Map<string, number[]>();
+  for (const vm of vms) {
+    const fds = domains.get(vm.tenant);
+    if (!fds) domains.set(vm.tenant, [vm.faultDomain]);
+    else if (!fds.includes(vm.faultDomain)) fds.push(vm.faultDomain);
+  }
+  return domains;
 }
 
 function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {

@@ -1,13 +1,21 @@
 // The fleet: VMs grouped into FC tenants and placed on hosts.
 import { isIP } from 'node:net';
 import { TERMINATE_NOTICE_MINUTES } from './timing.js';
-import { conflict, invalid, notFound } from './errors.js';
+import { conflict, invalid, notFound, type EngineError } from './errors.js';
 
 export const TENANT_KINDS = ['standalone', 'availabilitySet', 'scaleSet', 'cloudService'] as const;
 export type TenantKind = (typeof TENANT_KINDS)[number];
 
 export const PRIORITIES = ['Regular', 'Spot'] as const;
 export type Priority = (typeof PRIORITIES)[number];
+
+/** [imds] What becomes of an evicted Spot VM; Azure's default is Deallocate. */
+export const EVICTION_POLICIES = ['Deallocate', 'Delete'] as const;
+export type EvictionPolicy = (typeof EVICTION_POLICIES)[number];
+
+/** [choice] A VM is running unless a Spot eviction deallocated it; Azure's other power states have no events. */
+export const POWER_STATES = ['running', 'deallocated'] as const;
+export type PowerState = (typeof POWER_STATES)[number];
 
 export const OS_TYPES = ['Linux', 'Windows'] as const;
 export type OsType = (typeof OS_TYPES)[number];
@@ -63,6 +71,9 @@ export interface VmSpec extends InstanceSettings {
   host?: string | undefined;
   address?: string | undefined;
   priority?: Priority | undefined;
+  /** Spot VMs only; Deallocate when absent. */
+  evictionPolicy?: EvictionPolicy | undefined;
+  powerState?: PowerState | undefined;
   terminateNotificationMinutes?: number | undefined;
   osImageNotification?: boolean | undefined;
   gpu?: boolean | undefined;
@@ -82,6 +93,9 @@ export interface Vm {
   updateDomain: number;
   address: string | null;
   priority: Priority;
+  /** Null for Regular VMs. */
+  evictionPolicy: EvictionPolicy | null;
+  powerState: PowerState;
   terminateNotificationMinutes: number | null;
   osImageNotification: boolean;
   gpu: boolean;
@@ -172,84 +186,104 @@ export class Fleet {
   /** Validates a spec against the fleet without changing anything. */
   resolve(spec: VmSpec): { vm: Vm; tenant: Omit<Tenant, 'vms'> } {
     if (typeof spec.name !== 'string' || !NAME.test(spec.name)) {
-      throw invalid(`VM name ${JSON.stringify(spec.name)} must be 1-80 letters, digits, '_', '.' or '-'`);
+      throw invalid(`VM name ${JSON.stringify(spec.name)} must be 1-80 letters, digits, '_', '.' or '-'`, 'name');
     }
-    if (this.vms.has(spec.name)) throw conflict(`a VM named '${spec.name}' already exists`);
+    if (this.vms.has(spec.name)) throw conflict(`a VM named '${spec.name}' already exists`, 'name');
     const tenantName = spec.tenant ?? spec.name;
-    if (!NAME.test(tenantName)) throw invalid(`tenant name ${JSON.stringify(tenantName)} is not a valid name`);
+    if (!NAME.test(tenantName)) throw invalid(`tenant name ${JSON.stringify(tenantName)} is not a valid name`, 'tenant');
     const existing = this.tenants.get(tenantName);
     // [choice] A named tenant without a kind joins as its existing kind, or as an availability set.
     const kind = spec.tenantKind ?? existing?.kind ?? (spec.tenant === undefined ? 'standalone' : 'availabilitySet');
     if (existing && existing.kind !== kind) {
-      throw conflict(`tenant '${tenantName}' is a ${existing.kind}, not a ${kind}`);
+      throw conflict(`tenant '${tenantName}' is a ${existing.kind}, not a ${kind}`, 'tenantKind');
     }
     if (kind === 'standalone' && existing && existing.vms.size > 0) {
-      throw conflict(`tenant '${tenantName}' is a standalone VM's and cannot hold a second VM`);
+      throw conflict(`tenant '${tenantName}' is a standalone VM's and cannot hold a second VM`, 'tenant');
     }
     const faultDomainCount = spec.faultDomainCount ?? existing?.faultDomainCount ?? DEFAULT_FAULT_DOMAIN_COUNT[kind];
     if (!Number.isInteger(faultDomainCount) || faultDomainCount < 1 || faultDomainCount > 20) {
-      throw invalid(`faultDomainCount must be an integer from 1 to 20, got ${faultDomainCount}`);
+      throw invalid(`faultDomainCount must be an integer from 1 to 20, got ${faultDomainCount}`, 'faultDomainCount');
     }
     if (existing && existing.faultDomainCount !== faultDomainCount) {
-      throw conflict(`tenant '${tenantName}' has ${existing.faultDomainCount} fault domains, not ${faultDomainCount}`);
+      throw conflict(`tenant '${tenantName}' has ${existing.faultDomainCount} fault domains, not ${faultDomainCount}`, 'faultDomainCount');
     }
     const faultDomain = spec.faultDomain ?? 0;
     if (!Number.isInteger(faultDomain) || faultDomain < 0 || faultDomain >= faultDomainCount) {
-      throw invalid(`faultDomain must be an integer from 0 to ${faultDomainCount - 1}, got ${faultDomain}`);
+      throw invalid(`faultDomain must be an integer from 0 to ${faultDomainCount - 1}, got ${faultDomain}`, 'faultDomain');
     }
     const updateDomainCount = spec.updateDomainCount ?? existing?.updateDomainCount ?? DEFAULT_UPDATE_DOMAIN_COUNT[kind];
     if (!Number.isInteger(updateDomainCount) || updateDomainCount < 1 || updateDomainCount > 20) {
-      throw invalid(`updateDomainCount must be an integer from 1 to 20, got ${updateDomainCount}`);
+      throw invalid(`updateDomainCount must be an integer from 1 to 20, got ${updateDomainCount}`, 'updateDomainCount');
     }
     if (existing && existing.updateDomainCount !== updateDomainCount) {
-      throw conflict(`tenant '${tenantName}' has ${existing.updateDomainCount} update domains, not ${updateDomainCount}`);
+      throw conflict(
+        `tenant '${tenantName}' has ${existing.updateDomainCount} update domains, not ${updateDomainCount}`,
+        'updateDomainCount',
+      );
     }
     const updateDomain = spec.updateDomain ?? 0;
     if (!Number.isInteger(updateDomain) || updateDomain < 0 || updateDomain >= updateDomainCount) {
-      throw invalid(`updateDomain must be an integer from 0 to ${updateDomainCount - 1}, got ${updateDomain}`);
+      throw invalid(`updateDomain must be an integer from 0 to ${updateDomainCount - 1}, got ${updateDomain}`, 'updateDomain');
     }
     if (spec.scaleSet !== undefined && kind !== 'scaleSet') {
-      throw invalid('scaleSet applies only to scale-set VMs (tenantKind scaleSet)');
+      throw invalid('scaleSet applies only to scale-set VMs (tenantKind scaleSet)', 'scaleSet');
     }
     const scaleSet = kind === 'scaleSet' ? (spec.scaleSet ?? tenantName) : null;
-    if (scaleSet !== null && !NAME.test(scaleSet)) throw invalid(`scale set name ${JSON.stringify(scaleSet)} is not a valid name`);
+    if (scaleSet !== null && !NAME.test(scaleSet))
+      throw invalid(`scale set name ${JSON.stringify(scaleSet)} is not a valid name`, 'scaleSet');
     const address = spec.address === undefined ? null : normalizeAddress(spec.address);
     if (spec.address !== undefined && address === null) {
-      throw invalid(`address ${JSON.stringify(spec.address)} is not an IPv4 or IPv6 address`);
+      throw invalid(`address ${JSON.stringify(spec.address)} is not an IPv4 or IPv6 address`, 'address');
     }
     if (address !== null && this.#byAddress.has(address)) {
-      throw conflict(`address ${address} already belongs to VM '${this.#byAddress.get(address)!.name}'`);
+      throw conflict(`address ${address} already belongs to VM '${this.#byAddress.get(address)!.name}'`, 'address');
     }
     const minutes = spec.terminateNotificationMinutes ?? null;
     if (minutes !== null) {
-      if (kind !== 'scaleSet') throw invalid('terminateNotificationMinutes applies only to scale-set VMs (tenantKind scaleSet)');
+      if (kind !== 'scaleSet')
+        throw invalid('terminateNotificationMinutes applies only to scale-set VMs (tenantKind scaleSet)', 'terminateNotificationMinutes');
       const { min, max } = TERMINATE_NOTICE_MINUTES;
       if (!Number.isInteger(minutes) || minutes < min || minutes > max) {
-        throw invalid(`terminateNotificationMinutes must be an integer from ${min} to ${max}, got ${minutes}`);
+        throw invalid(
+          `terminateNotificationMinutes must be an integer from ${min} to ${max}, got ${minutes}`,
+          'terminateNotificationMinutes',
+        );
       }
     }
     if (spec.osImageNotification && kind !== 'scaleSet') {
-      throw invalid('osImageNotification applies only to scale-set VMs (tenantKind scaleSet)');
+      throw invalid('osImageNotification applies only to scale-set VMs (tenantKind scaleSet)', 'osImageNotification');
     }
     const host = spec.host ?? `host-${spec.name}`;
-    if (!NAME.test(host)) throw invalid(`host name ${JSON.stringify(host)} is not a valid name`);
+    if (!NAME.test(host)) throw invalid(`host name ${JSON.stringify(host)} is not a valid name`, 'host');
     // A host sits in one rack, so it lies in a single fault domain of every tenant it serves.
     const placed = this.#hostDomains.get(hostDomainKey(host, tenantName));
     if (placed && placed.faultDomain !== faultDomain) {
       throw conflict(
         `host '${host}' already carries '${placed.example}' of tenant '${tenantName}' in fault domain ${placed.faultDomain}; ` +
           `a host lies in one fault domain of each tenant, so '${spec.name}' cannot be in fault domain ${faultDomain} there`,
+        'faultDomain',
+        'host',
       );
     }
     if (spec.vmId !== undefined && this.#byVmId.has(spec.vmId.toLowerCase())) {
-      throw conflict(`vmId ${spec.vmId} already belongs to VM '${this.#byVmId.get(spec.vmId.toLowerCase())!.name}'`);
+      throw conflict(`vmId ${spec.vmId} already belongs to VM '${this.#byVmId.get(spec.vmId.toLowerCase())!.name}'`, 'vmId');
     }
     const instance = instanceSettings(spec);
     if (instance.privateIp !== undefined) {
       const owner = this.#byPrivateIp.get(ipv4ToInt(instance.privateIp));
       if (owner !== undefined) {
-        throw conflict(`privateIp ${instance.privateIp} already belongs to VM '${owner.name}'${owner.instance.privateIp === undefined ? ' (a default address)' : ''}`);
+        throw conflict(
+          `privateIp ${instance.privateIp} already belongs to VM '${owner.name}'${owner.instance.privateIp === undefined ? ' (a default address)' : ''}`,
+          'privateIp',
+        );
       }
+    }
+    const priority = spec.priority ?? 'Regular';
+    if (spec.evictionPolicy !== undefined && priority !== 'Spot') {
+      throw invalid('evictionPolicy applies only to Spot VMs (priority Spot)', 'evictionPolicy');
+    }
+    if (spec.powerState === 'deallocated' && priority !== 'Spot') {
+      throw invalid('powerState deallocated applies only to Spot VMs, which an eviction deallocates', 'powerState');
     }
     const vm: Vm = {
       name: spec.name,
@@ -259,7 +293,9 @@ export class Fleet {
       faultDomain,
       updateDomain,
       address,
-      priority: spec.priority ?? 'Regular',
+      priority,
+      evictionPolicy: priority === 'Spot' ? (spec.evictionPolicy ?? 'Deallocate') : null,
+      powerState: spec.powerState ?? 'running',
       terminateNotificationMinutes: minutes,
       osImageNotification: spec.osImageNotification ?? false,
       gpu: spec.gpu ?? false,
@@ -326,6 +362,26 @@ export class Fleet {
     return vm;
   }
 
+  /** Places a VM on another host, as a redeploy does; the host is created if new. */
+  moveToHost(name: string, host: string): void {
+    const vm = this.get(name);
+    const from = this.hosts.get(vm.host)!;
+    from.vms.delete(name);
+    if (from.vms.size === 0) this.hosts.delete(from.name);
+    const fromKey = hostDomainKey(vm.host, vm.tenant);
+    const placed = this.#hostDomains.get(fromKey)!;
+    if (--placed.count === 0) this.#hostDomains.delete(fromKey);
+    else if (placed.example === name) placed.example = [...from.vms].find((n) => this.vms.get(n)!.tenant === vm.tenant)!;
+    vm.host = host;
+    let to = this.hosts.get(host);
+    if (!to) this.hosts.set(host, (to = { name: host, vms: new Set() }));
+    to.vms.add(name);
+    const toKey = hostDomainKey(host, vm.tenant);
+    const there = this.#hostDomains.get(toKey);
+    if (there) there.count += 1;
+    else this.#hostDomains.set(toKey, { faultDomain: vm.faultDomain, count: 1, example: name });
+  }
+
   get(name: string): Vm {
     const vm = this.vms.get(name);
     if (!vm) throw notFound(`no VM named '${name}'`);
@@ -359,40 +415,14 @@ export class Fleet {
   }
 }
 
-/** Which fields a rule of `Fleet.resolve` complains about, by the start of its message; kept next to the messages. */
-const RULE_FIELDS: readonly [RegExp, readonly (keyof VmSpec)[]][] = [
-  [/^VM name/, ['name']],
-  [/^a VM named/, ['name']],
-  [/^tenant name/, ['tenant']],
-  [/^tenant '.*' is a standalone/, ['tenant']],
-  [/^tenant '.*' is an? /, ['tenantKind']],
-  [/^tenant '.*' has \d+ fault domains/, ['faultDomainCount']],
-  [/^tenant '.*' has \d+ update domains/, ['updateDomainCount']],
-  [/^faultDomainCount/, ['faultDomainCount']],
-  [/^faultDomain /, ['faultDomain']],
-  [/^updateDomainCount/, ['updateDomainCount']],
-  [/^updateDomain /, ['updateDomain']],
-  [/^scaleSet applies/, ['scaleSet']],
-  [/^scale set name/, ['scaleSet']],
-  [/^address/, ['address']],
-  [/^terminateNotificationMinutes/, ['terminateNotificationMinutes']],
-  [/^osImageNotification/, ['osImageNotification']],
-  [/^host name/, ['host']],
-  [/^host '.*' already carries/, ['faultDomain', 'host']],
-  [/^vmId/, ['vmId']],
-  [/^privateIp/, ['privateIp']],
-  [/^publicIp/, ['publicIp']],
-  [/^macAddress/, ['macAddress']],
-];
-
-/** The spec fields behind a fleet rule's message, most to blame first; empty if unknown. */
-export function fleetRuleFields(message: string): readonly (keyof VmSpec)[] {
-  return RULE_FIELDS.find(([re]) => re.test(message))?.[1] ?? [];
+/** The spec fields a fleet rule blames, most first, as its throw names them; empty if none. */
+export function fleetRuleFields(err: EngineError): readonly (keyof VmSpec)[] {
+  return err.fields.filter((f): f is keyof VmSpec => typeof f === 'string');
 }
 
-/** The one field most to blame for a fleet rule's message, if known. */
-export function fleetRuleField(message: string): keyof VmSpec | undefined {
-  return fleetRuleFields(message)[0];
+/** The one spec field most to blame for a fleet rule, if any. */
+export function fleetRuleField(err: EngineError): keyof VmSpec | undefined {
+  return fleetRuleFields(err)[0];
 }
 
 /** The declared instance settings of a spec, checked and in canonical form (MAC upper-case, no separators). */
@@ -404,11 +434,12 @@ function instanceSettings(spec: VmSpec): InstanceSettings {
   }
   for (const key of ['privateIp', 'publicIp'] as const) {
     const ip = out[key];
-    if (ip !== undefined && isIP(ip) !== 4) throw invalid(`${key} ${JSON.stringify(ip)} is not an IPv4 address`);
+    if (ip !== undefined && isIP(ip) !== 4) throw invalid(`${key} ${JSON.stringify(ip)} is not an IPv4 address`, key);
   }
   if (out.macAddress !== undefined) {
     const hex = out.macAddress.replace(/[-:]/g, '').toUpperCase();
-    if (!/^[0-9A-F]{12}$/.test(hex)) throw invalid(`macAddress ${JSON.stringify(out.macAddress)} is not a MAC address (12 hex digits)`);
+    if (!/^[0-9A-F]{12}$/.test(hex))
+      throw invalid(`macAddress ${JSON.stringify(out.macAddress)} is not a MAC address (12 hex digits)`, 'macAddress');
     out.macAddress = hex;
   }
   return out;
@@ -418,10 +449,14 @@ function instanceSettings(spec: VmSpec): InstanceSettings {
 export function vmToSpec(
   vm: Vm,
   tenant: Tenant,
-): Required<Omit<VmSpec, 'address' | 'terminateNotificationMinutes' | 'scaleSet' | keyof InstanceSettings>> & {
+): Required<
+  Omit<VmSpec, 'address' | 'terminateNotificationMinutes' | 'scaleSet' | 'evictionPolicy' | 'powerState' | keyof InstanceSettings>
+> & {
   address?: string;
   terminateNotificationMinutes?: number;
   scaleSet?: string;
+  evictionPolicy?: EvictionPolicy;
+  powerState?: PowerState;
 } & InstanceSettings {
   return {
     name: vm.name,
@@ -433,6 +468,8 @@ export function vmToSpec(
     host: vm.host,
     ...(vm.address !== null ? { address: vm.address } : {}),
     priority: vm.priority,
+    ...(vm.evictionPolicy !== null ? { evictionPolicy: vm.evictionPolicy } : {}),
+    ...(vm.powerState !== 'running' ? { powerState: vm.powerState } : {}),
     ...(vm.terminateNotificationMinutes !== null ? { terminateNotificationMinutes: vm.terminateNotificationMinutes } : {}),
     osImageNotification: vm.osImageNotification,
     gpu: vm.gpu,

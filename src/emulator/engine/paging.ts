@@ -1,10 +1,10 @@
 // Pages of what the engine keeps (history, operations): newest first, by a sequence number that
 // only rises, so a page asked for with a cursor stays the same while newer items arrive.
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../protocol/control.js';
 import { invalid } from './errors.js';
 
-/** [choice] A page is 100 items unless the caller asks for another size; never more than 1000. */
-export const DEFAULT_PAGE_LIMIT = 100;
-export const MAX_PAGE_LIMIT = 1000;
+// The page limits are the control API's contract (src/protocol/control.ts).
+export { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT };
 
 export interface PageRequest {
   /** Items on the page: 1 to MAX_PAGE_LIMIT; DEFAULT_PAGE_LIMIT when absent. */
@@ -23,7 +23,7 @@ export interface Page<T> {
 const CURSOR = /^(0|[1-9]\d{0,14})$/;
 
 const inRange = (limit: number) => Number.isInteger(limit) && limit >= 1 && limit <= MAX_PAGE_LIMIT;
-const limitProblem = (got: string) => invalid(`limit: must be an integer from 1 to ${MAX_PAGE_LIMIT}, got ${got}`);
+const limitProblem = (got: string) => invalid(`limit: must be an integer from 1 to ${MAX_PAGE_LIMIT}, got ${got}`, 'limit');
 
 function checkLimit(limit: number): number {
   if (!inRange(limit)) throw limitProblem(String(limit));
@@ -38,7 +38,8 @@ export function parseLimit(text: string): number {
 }
 
 function parseCursor(before: string): number {
-  if (!CURSOR.test(before)) throw invalid(`before: ${JSON.stringify(before)} is not a cursor; pass the "next" of an earlier page`);
+  if (!CURSOR.test(before))
+    throw invalid(`before: ${JSON.stringify(before)} is not a cursor; pass the "next" of an earlier page`, 'before');
   return Number(before);
 }
 

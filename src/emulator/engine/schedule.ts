@@ -1,7 +1,7 @@
 // A min-heap of due times, so the engine's cost follows the number of changes, not clock ticks.
 
 /**
- * A transition that falls due: an event starts or ends (ref: event id), a rolling
+ * A transition that falls due: an event starts, its impact ends, or it ends (ref: event id), a rolling
  * update's next step is scheduled (ref: operation id), or a VM's Scheduled Events
  * is enabled or checked for idleness (ref: VM name).
  */
@@ -10,7 +10,7 @@ export interface Due {
   /** Tie-breaker that keeps equal times in insertion order. */
   seq: number;
   ref: string;
-  kind: 'start' | 'end' | 'step' | 'enable' | 'idle';
+  kind: 'start' | 'impact' | 'end' | 'step' | 'enable' | 'idle';
 }
 
 export class Schedule {

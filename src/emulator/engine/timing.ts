@@ -21,9 +21,9 @@ export const DEGRADED_HARDWARE_NOTICE_SECONDS = 7 * 24 * 60 * 60;
 export const OS_IMAGE_NOTICE_SECONDS = 15 * 60;
 
 /**
- * [choice] How long an event stays Started before it is removed, when its
- * DurationInSeconds is not positive (-1 unknown, 0 no impact). The seed's typical
- * timeline has about 10 minutes from Started to removal.
+ * [seed] How long an event stays Started in the document before it is removed: "from Started until
+ * removal about 10 minutes", whatever its impact ("a 7 s Freeze stays Started in the document for
+ * about 10 minutes"). An impact longer than this keeps the event until the impact is over.
  */
 export const STARTED_SECONDS: Readonly<Record<EventType, number>> = {
   Freeze: 10 * 60,
@@ -31,6 +31,19 @@ export const STARTED_SECONDS: Readonly<Record<EventType, number>> = {
   Redeploy: 10 * 60,
   Preempt: 10 * 60,
   Terminate: 10 * 60,
+};
+
+/**
+ * How long the VM feels an event once it Starts, when its DurationInSeconds does not say (-1,
+ * unknown): [seed] "impact about 7 s" for a Freeze; [choice] the rest from what a VM of a usual size
+ * takes to reboot, be moved, or be shut down. DurationInSeconds 0 means no impact at all.
+ */
+export const IMPACT_SECONDS: Readonly<Record<EventType, number>> = {
+  Freeze: 7,
+  Reboot: 3 * 60,
+  Redeploy: 5 * 60,
+  Preempt: 60,
+  Terminate: 60,
 };
 
 /**
@@ -65,10 +78,14 @@ export class Timing {
   minimumNoticeMs(type: EventType): number {
     return this.ms(MINIMUM_NOTICE_SECONDS[type]);
   }
-  /** Time from Started to removal: the event's own duration when positive, else the table's. */
+  /** How long the VM feels the event from its start: its own duration when not -1, else the table's. */
+  impactMs(type: EventType, durationInSeconds: number): number {
+    return this.ms(durationInSeconds >= 0 ? durationInSeconds : IMPACT_SECONDS[type]);
+  }
+  /** Time from Started to removal: the table's, or the impact if that is longer. */
   startedMs(type: EventType, durationInSeconds: number): number {
-    const seconds = durationInSeconds > 0 ? durationInSeconds : STARTED_SECONDS[type];
-    return Math.max(this.ms(seconds), Math.min(seconds, MIN_STARTED_SECONDS) * 1000);
+    const seconds = Math.max(STARTED_SECONDS[type], durationInSeconds);
+    return Math.max(this.ms(seconds), Math.min(seconds, MIN_STARTED_SECONDS) * 1000, this.impactMs(type, durationInSeconds));
   }
 }
 

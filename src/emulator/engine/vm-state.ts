@@ -5,10 +5,10 @@ import type { EventType } from '../../protocol/types.js';
  * [choice] Azure reports no VM state through Scheduled Events; the emulator derives one from
  * the VM's Started event, so a tester sees what the VM would be going through right now.
  */
-export const VM_STATES = ['running', 'frozen', 'rebooting', 'redeploying', 'deleting', 'evicting', 'deleted'] as const;
+export const VM_STATES = ['running', 'frozen', 'rebooting', 'redeploying', 'deleting', 'evicting', 'deallocated', 'deleted'] as const;
 export type VmState = (typeof VM_STATES)[number];
 
-/** The state of a VM while an event of this type is Started on it. */
+/** The state of a VM during the impact of a Started event of this type; after the impact it runs again. */
 export const STATE_WHILE_STARTED: Readonly<Record<EventType, VmState>> = {
   Freeze: 'frozen',
   Reboot: 'rebooting',

@@ -192,7 +192,7 @@ test('lifecycle invariants hold over random operations, approvals, cancels and c
   );
 });
 
-test('a VM\'s events are exactly its tenant\'s (or its own, for single-FD GPU scale sets)', () => {
+test("a VM's events are exactly its tenant's (or its own, for single-FD GPU scale sets)", () => {
   fc.assert(
     fc.property(fc.array(fc.uniqueArray(fc.constantFrom(...VMS), { minLength: 1, maxLength: 3 }), { maxLength: 10 }), (targets) => {
       const { engine } = makeEngine();
@@ -208,7 +208,10 @@ test('a VM\'s events are exactly its tenant\'s (or its own, for single-FD GPU sc
         const vm = engine.fleet.get(name);
         const own = engine.fleet.seesOnlyOwnEvents(vm);
         const expected = all.filter((e) => e.tenant === vm.tenant && (!own || e.resources.includes(name))).map((e) => e.id);
-        assert.deepEqual(engine.documentFor(name).events.map((e) => e.id), expected);
+        assert.deepEqual(
+          engine.documentFor(name).events.map((e) => e.id),
+          expected,
+        );
       }
     }),
     { numRuns: 200 },

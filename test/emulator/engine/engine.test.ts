@@ -109,10 +109,13 @@ describe('operations and their events', () => {
     const op = engine.createOperation({ type: 'restart', vms: ['web0', 'web1', 'solo'] });
     assert.equal(op.events.length, 2);
     const events = engine.events();
-    assert.deepEqual(events.map((e) => [e.tenant, e.resources]), [
-      ['web', ['web0', 'web1']],
-      ['solo', ['solo']],
-    ]);
+    assert.deepEqual(
+      events.map((e) => [e.tenant, e.resources]),
+      [
+        ['web', ['web0', 'web1']],
+        ['solo', ['solo']],
+      ],
+    );
   });
 
   test('bad targets and types get a clear error and leave nothing behind', () => {
@@ -144,7 +147,7 @@ describe('operations and their events', () => {
     );
     engine.createOperation({ type: 'freeze', vms: ['web0'], notBefore: T0 + 5 * MINUTE, force: true });
     assert.equal(engine.events()[0]!.notBefore, T0 + 5 * MINUTE);
-    engine.createOperation({ type: 'freeze', vms: ['web1'], notBefore: T0 + 20 * MINUTE });
+    engine.createOperation({ type: 'freeze', vms: ['solo'], notBefore: T0 + 20 * MINUTE });
     assert.equal(engine.events()[1]!.notBefore, T0 + 20 * MINUTE);
   });
 
@@ -161,10 +164,10 @@ describe('operations and their events', () => {
     assert.equal(engine.events()[0]!.notBefore, T0 + 15 * SECOND);
     advance(15 * SECOND);
     assert.equal(engine.events()[0]!.status, 'Started');
-    // DurationInSeconds stays what Azure would say; only the emulator's own waiting shrinks,
-    // though never below 2 s Started, so 1 s polling still sees it.
+    // DurationInSeconds stays what Azure would say; only the emulator's own waiting shrinks:
+    // the 10 minutes Started become 10 s.
     assert.equal(engine.documentFor('web0').events[0]!.durationInSeconds, 5);
-    advance(2 * SECOND - 1);
+    advance(10 * SECOND - 1);
     assert.equal(engine.events().length, 1);
     advance(1);
     assert.equal(engine.events().length, 0);
@@ -172,7 +175,10 @@ describe('operations and their events', () => {
 });
 
 describe('lifecycle', () => {
-  test('Scheduled → Started at NotBefore → removed after its duration', () => {
+  test('Scheduled → Started at NotBefore → impact → removed about 10 minutes after it started', () => {
+    // [seed] "EventStatus: « Scheduled » pour délai d'expiration d'approbation : 15 minutes • Durée de
+    // l'impact : 7 secondes • EventStatus: « Started » à complété (événement supprimé du tableau
+    // d'événements) : 10 minutes" (000_…, the typical timeline): the impact is not the time in the document.
     const { engine, advance } = makeEngine();
     engine.createOperation({ type: 'freeze', vms: ['web0'] });
     advance(15 * MINUTE - 1);
@@ -183,7 +189,14 @@ describe('lifecycle', () => {
     assert.equal(started.startedAt, T0 + 15 * MINUTE);
     assert.equal(started.startedBy, 'notBefore');
     assert.equal(engine.documentFor('web0').events[0]!.notBefore, null);
+    assert.equal(engine.vmStates().get('web0'), 'frozen');
     advance(5 * SECOND);
+    // The 5 s impact is over: the VM runs again, and the event is still listed as Started.
+    assert.equal(engine.vmStates().get('web0'), undefined);
+    assert.equal(engine.documentFor('web0').events[0]!.status, 'Started');
+    advance(10 * MINUTE - 5 * SECOND - 1);
+    assert.equal(engine.events().length, 1);
+    advance(1);
     assert.deepEqual(engine.events(), []);
   });
 
@@ -249,7 +262,10 @@ describe('approvals', () => {
     const a = engine.createOperation({ type: 'freeze', vms: ['web0'] }).events[0]!;
     const b = engine.createOperation({ type: 'restart', vms: ['web1'] }).events[0]!;
     engine.approve('web0', [a.toLowerCase(), b]);
-    assert.deepEqual(engine.events().map((e) => e.status), ['Started', 'Started']);
+    assert.deepEqual(
+      engine.events().map((e) => e.status),
+      ['Started', 'Started'],
+    );
   });
 
   test('repeated approvals and approvals of Started or ended events change nothing', () => {
@@ -271,7 +287,10 @@ describe('approvals', () => {
     const solo = engine.createOperation({ type: 'freeze', vms: ['solo'] }).events[0]!;
     assertEngineError(() => engine.approve('web0', ['C7061BAC-AFDC-4513-B24B-AA5F13A16123']), 'invalid', /never issued/);
     assertEngineError(() => engine.approve('web0', [web, solo]), 'invalid', /not an event that VM 'web0' can see/);
-    assert.deepEqual(engine.events().map((e) => e.status), ['Scheduled', 'Scheduled']);
+    assert.deepEqual(
+      engine.events().map((e) => e.status),
+      ['Scheduled', 'Scheduled'],
+    );
     assertEngineError(() => engine.approve('ghost', [web]), 'not-found', /no VM named 'ghost'/);
   });
 });
@@ -311,7 +330,10 @@ describe('delivery and incarnations', () => {
     assert.equal(engine.incarnationOf('web0'), 2);
     engine.approve('web1', [id]);
     assert.equal(engine.incarnationOf('web0'), 3);
+    // The impact ending changes no document.
     advance(5 * SECOND);
+    assert.equal(engine.incarnationOf('web0'), 3);
+    advance(10 * MINUTE);
     assert.equal(engine.incarnationOf('web0'), 4);
     assert.deepEqual(engine.documentFor('web0').events, []);
   });
@@ -349,8 +371,16 @@ describe('fleet rules', () => {
     const { engine } = makeEngine();
     assertEngineError(() => engine.addVm({ name: 'web0' }), 'conflict', /already exists/);
     assertEngineError(() => engine.addVm({ name: 'bad name' }), 'invalid', /VM name/);
-    assertEngineError(() => engine.addVm({ name: 'x', tenant: 'web', faultDomain: 3 }), 'invalid', /faultDomain must be an integer from 0 to 2/);
-    assertEngineError(() => engine.addVm({ name: 'x', tenant: 'web', tenantKind: 'scaleSet' }), 'conflict', /is a availabilitySet|is an? availabilitySet/);
+    assertEngineError(
+      () => engine.addVm({ name: 'x', tenant: 'web', faultDomain: 3 }),
+      'invalid',
+      /faultDomain must be an integer from 0 to 2/,
+    );
+    assertEngineError(
+      () => engine.addVm({ name: 'x', tenant: 'web', tenantKind: 'scaleSet' }),
+      'conflict',
+      /is a availabilitySet|is an? availabilitySet/,
+    );
     assertEngineError(() => engine.addVm({ name: 'x', tenant: 'solo', tenantKind: 'standalone' }), 'conflict', /cannot hold a second VM/);
     assertEngineError(() => engine.addVm({ name: 'x', tenant: 'ss', terminateNotificationMinutes: 20 }), 'invalid', /from 5 to 15/);
     assertEngineError(() => engine.addVm({ name: 'x', terminateNotificationMinutes: 10 }), 'invalid', /only to scale-set VMs/);
@@ -419,13 +449,24 @@ describe('fleet realism', () => {
     const { engine } = makeEngine([]);
     engine.addVm({ name: 'a0', tenant: 'a', faultDomain: 0, host: 'h' });
     engine.addVm({ name: 'b1', tenant: 'b', faultDomain: 1, host: 'h' }); // another tenant may differ
-    assertEngineError(() => engine.addVm({ name: 'a1', tenant: 'a', faultDomain: 1, host: 'h' }), 'conflict', /one fault domain of each tenant/);
+    assertEngineError(
+      () => engine.addVm({ name: 'a1', tenant: 'a', faultDomain: 1, host: 'h' }),
+      'conflict',
+      /one fault domain of each tenant/,
+    );
   });
 
-  test('update domains are bounded by the tenant\'s count; scale sets keep their own name apart from the placement group', () => {
+  test("update domains are bounded by the tenant's count; scale sets keep their own name apart from the placement group", () => {
     const { engine } = makeEngine([]);
     assertEngineError(() => engine.addVm({ name: 'x', tenant: 't', updateDomain: 5 }), 'invalid', /from 0 to 4/);
-    const vm = engine.addVm({ name: 'x', tenant: 'ss-pg1', tenantKind: 'scaleSet', scaleSet: 'ss', updateDomainCount: 10, updateDomain: 9 });
+    const vm = engine.addVm({
+      name: 'x',
+      tenant: 'ss-pg1',
+      tenantKind: 'scaleSet',
+      scaleSet: 'ss',
+      updateDomainCount: 10,
+      updateDomain: 9,
+    });
     assert.equal(vm.scaleSet, 'ss');
     assert.equal(engine.addVm({ name: 'y', tenant: 'plain', tenantKind: 'scaleSet' }).scaleSet, 'plain');
     assert.equal(engine.addVm({ name: 'z' }).scaleSet, null);
@@ -474,7 +515,11 @@ describe('fleet placement', () => {
     const { engine } = makeEngine([]);
     for (let i = 0; i < 2000; i++) engine.addVm({ name: `v${i}`, tenant: `t${i % 50}`, faultDomain: 0, host: 'big' });
     engine.removeVm('v0');
-    assertEngineError(() => engine.addVm({ name: 'x', tenant: 't0', faultDomain: 1, host: 'big' }), 'conflict', /carries 'v50' of tenant 't0' in fault domain 0/);
+    assertEngineError(
+      () => engine.addVm({ name: 'x', tenant: 't0', faultDomain: 1, host: 'big' }),
+      'conflict',
+      /carries 'v50' of tenant 't0' in fault domain 0/,
+    );
     for (let i = 50; i < 2000; i += 50) engine.removeVm(`v${i}`);
     // Tenant t0 has left the host, so a new t0 VM may sit in any fault domain there.
     engine.addVm({ name: 'x', tenant: 't0', faultDomain: 1, host: 'big' });

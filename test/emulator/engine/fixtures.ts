@@ -1,5 +1,5 @@
 // Engines on a manual clock with small fleets, for engine tests.
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';

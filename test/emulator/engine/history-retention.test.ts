@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { parseEmulatorOptions } from '../../../src/cli/emulator.js';
 import { UsageError } from '../../../src/cli/errors.js';
 import { Emulator } from '../../../src/emulator/emulator.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { DEFAULT_HISTORY_LIMIT, Engine, type EngineSnapshot } from '../../../src/emulator/engine/engine.js';
 import { EngineError } from '../../../src/emulator/engine/errors.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
@@ -252,7 +252,10 @@ describe('sequence numbers in the state', () => {
     assert.deepEqual(allHistoryIds(b.engine, 1), [later, ...[...ids].reverse()]);
     const ops = b.engine.operations().items;
     assert.equal(ops.length, 5);
-    assert.ok(ops.every((o, i) => i === 0 || o.seq < ops[i - 1]!.seq), 'operations newest first');
+    assert.ok(
+      ops.every((o, i) => i === 0 || o.seq < ops[i - 1]!.seq),
+      'operations newest first',
+    );
   });
 
   test('a state file without sequence numbers loads in the order it was saved', () => {
@@ -305,4 +308,3 @@ describe('--history-limit', () => {
     }
   });
 });
-

@@ -30,7 +30,10 @@ test('Schedule.compact drops what the predicate rejects and keeps heap order', (
   s.compact((d) => d.at % 2 === 0);
   const out: number[] = [];
   for (let d = s.pop(); d; d = s.pop()) out.push(d.at);
-  assert.deepEqual(out, [...out].sort((a, b) => a - b));
+  assert.deepEqual(
+    out,
+    [...out].sort((a, b) => a - b),
+  );
   assert.ok(out.every((at) => at % 2 === 0));
   assert.equal(out.length, 50);
 });

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { MINIMUM_NOTICE_SECONDS, Timing, parseTimingFactor } from '../../../src/emulator/engine/timing.js';
 
-test('the seed\'s minimum notice table', () => {
+test("the seed's minimum notice table", () => {
   assert.deepEqual(MINIMUM_NOTICE_SECONDS, { Freeze: 900, Reboot: 900, Redeploy: 600, Preempt: 30, Terminate: 300 });
 });
 
@@ -25,12 +25,21 @@ test('timing scales nominal seconds and uses DurationInSeconds when positive', (
   assert.throws(() => new Timing(0), /positive/);
 });
 
-test('a fast timing factor still leaves an event Started long enough for 1 s polling', () => {
-  assert.equal(new Timing(60).startedMs('Freeze', 6), 2000);
+test('an event stays Started for the table time whatever its impact, at least 2 s however fast the factor', () => {
+  // [seed] "Durée de l'impact : 7 secondes • EventStatus: « Started » à complété (événement supprimé
+  // du tableau d'événements) : 10 minutes" (000_…): a short impact does not shorten the time in the document.
+  assert.equal(new Timing(1).startedMs('Freeze', 5), 10 * 60_000);
+  assert.equal(new Timing(60).startedMs('Freeze', 6), 10_000);
   assert.equal(new Timing(6000).startedMs('Reboot', -1), 2000);
-  // A duration already shorter than the floor is kept as it is.
-  assert.equal(new Timing(60).startedMs('Freeze', 1), 1000);
-  assert.equal(new Timing(1).startedMs('Freeze', 5), 5000);
+  // An impact longer than the table keeps the event until it is over.
+  assert.equal(new Timing(1).startedMs('Freeze', 900), 900_000);
+});
+
+test("the impact is the event's DurationInSeconds, or the table's when unknown; 0 is none", () => {
+  assert.equal(new Timing(1).impactMs('Freeze', 5), 5000);
+  assert.equal(new Timing(1).impactMs('Freeze', -1), 7000);
+  assert.equal(new Timing(1).impactMs('Reboot', 0), 0);
+  assert.equal(new Timing(60).impactMs('Reboot', -1), 3000);
 });
 
 test('the manual clock only moves forward', () => {

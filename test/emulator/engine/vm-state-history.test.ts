@@ -64,7 +64,8 @@ describe('vmStates', () => {
       assert.equal(m.engine.event(id).status, 'Started');
       assert.deepEqual(states(m), { [c.vm]: c.state }, 'only the VM the event names, not the rest of its tenant');
       m.engine.complete(id);
-      assert.deepEqual(states(m), {});
+      // [seed] An evicted Spot VM is deallocated by default ("Deallocate leaves it stopped").
+      assert.deepEqual(states(m), c.type === 'spot-eviction' ? { ss0: 'deallocated' } : {});
       // A completed Terminate has deleted the VM; the others are back and running.
       assert.equal(m.engine.fleet.vms.has(c.vm), c.type !== 'delete');
     });
@@ -76,7 +77,7 @@ describe('vmStates', () => {
     assert.deepEqual(states(m), { web0: 'rebooting', web1: 'rebooting' });
   });
 
-  test('follows the clock: the state starts at NotBefore and ends with the event', () => {
+  test('follows the clock: the state starts at NotBefore and ends with the impact', () => {
     const m = makeEngine();
     const id = only(m, { type: 'freeze', vms: ['web0'] });
     m.clock.advance(15 * MINUTE - SECOND);
@@ -84,11 +85,13 @@ describe('vmStates', () => {
     // vmStates() applies what fell due by itself, without a tick from outside.
     m.clock.advance(SECOND);
     assert.deepEqual(states(m), { web0: 'frozen' });
-    const endsAt = m.engine.event(id).endsAt!;
-    m.clock.advanceTo(endsAt - 1);
+    // [seed] The impact (the Freeze's 5 s DurationInSeconds) is shorter than the time Started.
+    const impactEnd = m.engine.event(id).startedAt! + 5 * SECOND;
+    m.clock.advanceTo(impactEnd - 1);
     assert.deepEqual(states(m), { web0: 'frozen' });
-    m.clock.advanceTo(endsAt);
+    m.clock.advanceTo(impactEnd);
     assert.deepEqual(states(m), {});
+    assert.equal(m.engine.event(id).status, 'Started');
   });
 
   test('a job on a shared host changes the state of every VM it names, once all tenants approve', () => {
@@ -181,7 +184,7 @@ describe('history', () => {
     assert.equal(h!.event.startedAt, T0 + 15 * MINUTE);
     assert.equal(h!.event.startedBy, 'notBefore');
     assert.equal(h!.endedAt, h!.event.endsAt);
-    assert.equal(h!.endedAt, T0 + 15 * MINUTE + 5 * SECOND, "Freeze's 5 s duration");
+    assert.equal(h!.endedAt, T0 + 15 * MINUTE + 10 * MINUTE, '[seed] about 10 minutes Started');
   });
 
   test('lists events in the order they ended, not the order they were created', () => {
@@ -201,7 +204,10 @@ describe('history', () => {
       [byTime, 'completed'],
     ]);
     const endedAt = endedOf(m.engine).map((h) => h.endedAt);
-    assert.deepEqual(endedAt, [...endedAt].sort((x, y) => x - y));
+    assert.deepEqual(
+      endedAt,
+      [...endedAt].sort((x, y) => x - y),
+    );
   });
 
   test('cancelling a shared-host job ends every tenant’s event', () => {
@@ -296,7 +302,7 @@ describe('deletedVms', () => {
     ]);
   });
 
-  test('a delete with terminate notification removes the VM when its Terminate completes', () => {
+  test("a delete with terminate notification removes the VM when its Terminate's impact is over", () => {
     const m = makeEngine();
     const vm = m.engine.fleet.get('ss0');
     const op = m.engine.createOperation({ type: 'delete', vms: ['ss0'] });
@@ -306,11 +312,23 @@ describe('deletedVms', () => {
     assert.equal(m.engine.event(id).status, 'Started');
     assert.equal(m.engine.vmStates().get('ss0'), 'deleting');
     assert.deepEqual(m.engine.deletedVms(), [], 'Started: deleting, not deleted');
-    const endsAt = m.engine.event(id).endsAt!;
-    m.advance(endsAt - m.clock.now());
+    // [choice] The VM is gone once the impact (60 s when unknown) is over; the event stays listed for the rest of its tenant.
+    const impactEnd = m.engine.event(id).startedAt! + MINUTE;
+    m.advance(impactEnd - 1 - m.clock.now());
+    assert.equal(m.engine.fleet.vms.has('ss0'), true);
+    m.advance(1);
     assert.equal(m.engine.fleet.vms.has('ss0'), false);
+    assert.equal(m.engine.event(id).status, 'Started');
     assert.deepEqual(m.engine.deletedVms(), [
-      { name: 'ss0', tenant: 'ss', host: vm.host, faultDomain: vm.faultDomain, updateDomain: vm.updateDomain, deletedAt: endsAt, operation: op.id },
+      {
+        name: 'ss0',
+        tenant: 'ss',
+        host: vm.host,
+        faultDomain: vm.faultDomain,
+        updateDomain: vm.updateDomain,
+        deletedAt: impactEnd,
+        operation: op.id,
+      },
     ]);
   });
 
