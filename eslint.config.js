@@ -23,12 +23,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-restricted-properties': [
         'error',
-        { object: 'Date', property: 'now', message: 'Take time from the injected Clock (src/emulator/engine/clock.ts).' },
+        { object: 'Date', property: 'now', message: 'Take time from the injected Clock (src/shared/clock.ts).' },
       ],
     },
   },
   {
-    files: ['src/emulator/engine/clock.ts', 'src/client/clock.ts', 'bench/**', 'test/**', 'scripts/**'],
+    files: ['src/shared/clock.ts', 'src/client/clock.ts', 'bench/**', 'test/**', 'scripts/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

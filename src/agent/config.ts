@@ -1,22 +1,22 @@
 // The agent's config file: YAML or JSON, checked up front; a bad file lists every problem with file:line:col.
-import { readFileSync } from 'node:fs';
-import { extname } from 'node:path';
-import { LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../protocol/types.js';
+import {
+  CheckedDocument,
+  DocumentError,
+  DocumentErrors,
+  MISSING,
+  issueProblems,
+  readDocumentFile,
+  type Problem,
+} from '../shared/checked-document.js';
+import { HostPortError, parseHostPort } from '../shared/host-port.js';
 import { nameRecord } from '../shared/name-record.js';
-import { formatPath, jsonSyntaxProblem, offsetOf, readProblem, type Path } from '../shared/source-positions.js';
-import { plainData } from '../shared/yaml-data.js';
 import type { Action, AgentConfig, Rule, RuleMatch } from './types.js';
 
-export class AgentConfigError extends Error {
+/** Every problem in an agent config; `problems` holds each as `file:line:col: path: problem`, in file order. */
+export class AgentConfigError extends DocumentErrors {
   override name = 'AgentConfigError';
-  constructor(
-    /** Each `file:line:col: path: problem`, in file order. */
-    readonly problems: string[],
-  ) {
-    super(problems.join('\n'));
-  }
 }
 
 export const CONFIG_DEFAULTS = {
@@ -44,7 +44,7 @@ export function compileDescription(pattern: string): RegExp {
 }
 
 // Messages say what is wanted, not zod's internals; a missing required key says so.
-const want = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? 'missing (required)' : `expected ${what}`);
+const want = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? MISSING : `expected ${what}`);
 const num = (what: string) => z.number({ error: want(what) });
 const secondsBetween = (min: number, max: number) =>
   num('a number of seconds')
@@ -54,7 +54,10 @@ const secondsAtLeast = (min: number, exclusive = false) =>
   exclusive
     ? num('a number of seconds').gt(min, { error: `must be more than ${min} seconds` })
     : num('a number of seconds').min(min, { error: `must be at least ${min} second${min === 1 ? '' : 's'}` });
-const count = z.int({ error: want('a whole number') }).min(0, { error: 'must be 0 or more' }).max(100, { error: 'must be at most 100' });
+const count = z
+  .int({ error: want('a whole number') })
+  .min(0, { error: 'must be 0 or more' })
+  .max(100, { error: 'must be at most 100' });
 const name = z.string({ error: want('a string') }).min(1, { error: 'must not be empty' });
 const stringMap = nameRecord(z.string({ error: want('a string (quote numbers and booleans)') }), 'a mapping of names to strings');
 
@@ -95,7 +98,10 @@ const Match = z.strictObject(
         { error: want('a mapping with min and/or max') },
       )
       .optional(),
-    affectsThisVm: z.boolean({ error: want('true or false') }).nullable().optional(),
+    affectsThisVm: z
+      .boolean({ error: want('true or false') })
+      .nullable()
+      .optional(),
     description: z
       .string({ error: want('a regular expression (a string)') })
       .superRefine((pattern, ctx) => {
@@ -125,9 +131,14 @@ const ExecSchema = z.strictObject({
   cwd: name.nullable().optional(),
   env: stringMap.optional(),
   passEnv: z
-    .array(z.string({ error: want('a variable name') }).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected a variable name (letters, digits, _)' }), {
-      error: want('a list of variable names'),
-    })
+    .array(
+      z
+        .string({ error: want('a variable name') })
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected a variable name (letters, digits, _)' }),
+      {
+        error: want('a list of variable names'),
+      },
+    )
     .optional(),
 });
 
@@ -141,7 +152,10 @@ const HttpSchema = z.strictObject({
     const problem = urlProblem(url);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }),
-  headers: nameRecord(withEnvRefs(z.string({ error: want('a string (quote numbers and booleans)') })), 'a mapping of header names to strings').optional(),
+  headers: nameRecord(
+    withEnvRefs(z.string({ error: want('a string (quote numbers and booleans)') })),
+    'a mapping of header names to strings',
+  ).optional(),
   body: z.unknown().optional(),
   timeoutSeconds: secondsAtLeast(0, true).default(10),
   retries: count.default(2),
@@ -164,7 +178,9 @@ const RuleSchema = z.strictObject(
     name,
     match: Match.optional(),
     actions: Actions,
-    approval: z.enum(['never', 'immediately', 'after-actions'], { error: want('never, immediately or after-actions') }).default('after-actions'),
+    approval: z
+      .enum(['never', 'immediately', 'after-actions'], { error: want('never, immediately or after-actions') })
+      .default('after-actions'),
     approvalMarginSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(0),
     onComplete: Actions,
     onCancel: Actions,
@@ -182,7 +198,10 @@ const ConfigSchema = z.strictObject(
       })
       .nullable()
       .optional(),
-    apiVersion: z.string({ error: want('a string') }).regex(/^\d{4}-\d{2}-\d{2}$/, { error: want('YYYY-MM-DD') }).default(CONFIG_DEFAULTS.apiVersion),
+    apiVersion: z
+      .string({ error: want('a string') })
+      .regex(/^\d{4}-\d{2}-\d{2}$/, { error: want('YYYY-MM-DD') })
+      .default(CONFIG_DEFAULTS.apiVersion),
     pollIntervalSeconds: secondsBetween(0.2, 60).default(CONFIG_DEFAULTS.pollIntervalSeconds),
     vmName: name.nullable().optional(),
     journal: name.default(CONFIG_DEFAULTS.journal),
@@ -200,9 +219,8 @@ const ConfigSchema = z.strictObject(
     listen: z
       .union([z.string(), z.null(), z.literal(false)], { error: want('HOST:PORT, or null or false to turn the server off') })
       .superRefine((value, ctx) => {
-        if (typeof value === 'string' && !isHostPort(value)) {
-          ctx.addIssue({ code: 'custom', message: 'expected HOST:PORT (e.g. 127.0.0.1:9464), or null or false to turn the server off' });
-        }
+        const problem = typeof value === 'string' ? listenProblem(value) : null;
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
       })
       .optional(),
     leader: z
@@ -243,71 +261,58 @@ function urlProblem(url: string): string | null {
   return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? null : 'expected an http:// or https:// URL';
 }
 
-function isHostPort(value: string): boolean {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):(\d{1,5})$/.exec(value);
-  return m !== null && Number(m[2]) <= 65535;
+/** `listen` is read by the one HOST:PORT parser; [choice] its form is told as the config's own alternatives. */
+function listenProblem(value: string): string | null {
+  try {
+    parseHostPort(value, 'listen', CONFIG_DEFAULTS.listen);
+    return null;
+  } catch (err) {
+    if (!(err instanceof HostPortError)) throw err;
+    return err.kind === 'form'
+      ? `expected HOST:PORT (e.g. ${CONFIG_DEFAULTS.listen}), or null or false to turn the server off`
+      : err.problem;
+  }
 }
 
-/** One problem at a place in the file. */
-interface Problem {
-  path: Path;
-  message: string;
-  /** Point at this key's name rather than its value (unknown keys). */
-  key?: string;
+/** One problem in the config, as a DocumentError (AgentConfigError lists them). */
+class ConfigProblem extends DocumentError {
+  override name = 'ConfigProblem';
 }
 
 /** Reads and checks an agent config file. */
 export function loadAgentConfig(path: string): AgentConfig {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readDocumentFile(path, 'agent config', ConfigProblem);
   } catch (err) {
-    throw new AgentConfigError([`${path}: cannot read the agent config: ${readProblem(err)}`]);
+    if (err instanceof ConfigProblem) throw new AgentConfigError([err]);
+    throw err;
   }
   return parseAgentConfig(text, path);
 }
 
-/** Parses config text; `file` names it in errors, and a .json extension gets JSON's own syntax check. */
+/** Parses config text; `file` names it in errors, and a .json extension gets JSON's own syntax check. Every problem is listed. */
 export function parseAgentConfig(text: string, file: string): AgentConfig {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const at = (offset: number) => {
-    const { line, col } = lineCounter.linePos(offset);
-    return `${file}:${line}:${col}`;
-  };
-  const jsonProblem = extname(file).toLowerCase() === '.json' ? jsonSyntaxProblem(text, doc) : null;
-  if (jsonProblem) throw new AgentConfigError([`${at(jsonProblem.offset)}: JSON syntax error: ${jsonProblem.why}`]);
-  if (doc.errors.length > 0) {
-    throw new AgentConfigError(doc.errors.map((e) => `${at(e.pos[0])}: syntax error: ${e.message.split('\n')[0]}`));
-  }
-  const data: unknown = plainData(doc, (offset, message) => {
-    throw new AgentConfigError([`${at(offset)}: ${message}`]);
+  const source = new CheckedDocument(text, file, {
+    error: ConfigProblem,
+    empty: 'the file is empty; expected a mapping with "rules"',
+    errors: (errors) => new AgentConfigError(errors),
+    syntaxLabel: 'syntax error',
   });
-  if (data === null || data === undefined) throw new AgentConfigError([`${at(0)}: the file is empty; expected a mapping with "rules"`]);
-
-  const parsed = ConfigSchema.safeParse(data);
-  const problems: Problem[] = [];
-  if (!parsed.success) {
-    for (const issue of parsed.error.issues) {
-      if (issue.code === 'unrecognized_keys') {
-        for (const key of issue.keys) problems.push({ path: [...issue.path, key] as Path, key, message: `unknown key "${key}"` });
-      } else {
-        problems.push({ path: issue.path as Path, message: cleanMessage(issue) });
-      }
-    }
-  }
+  const parsed = ConfigSchema.safeParse(source.data);
+  const problems: Problem[] = parsed.success ? [] : issueProblems(parsed.error.issues, configWording);
   // Checks across fields, on the raw data so they are reported alongside schema problems.
-  problems.push(...crossChecks(data));
-  if (problems.length > 0) throw problemsError(doc, lineCounter, file, problems);
+  problems.push(...crossChecks(source.data));
+  if (problems.length > 0) throw new AgentConfigError(source.locate(problems));
   return normalize(parsed.data!);
 }
 
-function cleanMessage(issue: z.core.$ZodIssue): string {
+/** The config's own words for an issue; undefined keeps the shared wording. */
+function configWording(issue: z.core.$ZodIssue): string | undefined {
   if (issue.code === 'invalid_union' && 'discriminator' in issue && issue.discriminator === 'type') {
     return 'expected type exec, http or log';
   }
-  if (issue.code === 'invalid_type' && /received undefined$/.test(issue.message)) return 'missing (required)';
-  return issue.message.replace(/^Invalid (input|option): /, '');
+  return undefined;
 }
 
 function crossChecks(data: unknown): Problem[] {
@@ -318,12 +323,16 @@ function crossChecks(data: unknown): Problem[] {
     if (!isRecord(rule)) return;
     if (typeof rule.name === 'string') {
       const first = seen.get(rule.name);
-      if (first !== undefined) problems.push({ path: ['rules', i, 'name'], message: `duplicate rule name "${rule.name}" (first at rules[${first}])` });
+      if (first !== undefined)
+        problems.push({ path: ['rules', i, 'name'], message: `duplicate rule name "${rule.name}" (first at rules[${first}])` });
       else seen.set(rule.name, i);
     }
     const duration = isRecord(rule.match) ? rule.match.durationInSeconds : undefined;
     if (isRecord(duration) && typeof duration.min === 'number' && typeof duration.max === 'number' && duration.min > duration.max) {
-      problems.push({ path: ['rules', i, 'match', 'durationInSeconds', 'max'], message: `max (${duration.max}) is below min (${duration.min})` });
+      problems.push({
+        path: ['rules', i, 'match', 'durationInSeconds', 'max'],
+        message: `max (${duration.max}) is below min (${duration.min})`,
+      });
     }
     for (const list of ['actions', 'onComplete', 'onCancel'] as const) {
       const actions = rule[list];
@@ -342,19 +351,6 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function problemsError(doc: Document, lineCounter: LineCounter, file: string, problems: Problem[]): AgentConfigError {
-  const located = problems.map((p) => ({ ...p, offset: offsetOf(doc, p.path, p.key) }));
-  // Stable: problems at one place keep the order they were found in.
-  located.sort((a, b) => a.offset - b.offset);
-  return new AgentConfigError(
-    located.map((p) => {
-      const { line, col } = lineCounter.linePos(p.offset);
-      const where = formatPath(p.path);
-      return `${file}:${line}:${col}: ${where ? `${where}: ` : ''}${p.message}`;
-    }),
-  );
-}
-
 function normalize(raw: RawConfig): AgentConfig {
   return {
     endpoint: raw.endpoint ?? null,
@@ -370,17 +366,15 @@ function normalize(raw: RawConfig): AgentConfig {
     leader: { mode: raw.leader?.mode ?? 'first', standby: raw.leader?.standby ?? null },
     readyWithinSeconds: raw.readyWithinSeconds,
     shutdownGraceSeconds: raw.shutdownGraceSeconds,
-    rules: raw.rules.map(
-      (r): Rule => ({
-        name: r.name,
-        match: normalizeMatch(r.match),
-        actions: r.actions.map(normalizeAction),
-        approval: r.approval,
-        approvalMarginSeconds: r.approvalMarginSeconds,
-        onComplete: r.onComplete.map(normalizeAction),
-        onCancel: r.onCancel.map(normalizeAction),
-      }),
-    ),
+    rules: raw.rules.map((r): Rule => ({
+      name: r.name,
+      match: normalizeMatch(r.match),
+      actions: r.actions.map(normalizeAction),
+      approval: r.approval,
+      approvalMarginSeconds: r.approvalMarginSeconds,
+      onComplete: r.onComplete.map(normalizeAction),
+      onCancel: r.onCancel.map(normalizeAction),
+    })),
   };
 }
 
@@ -401,7 +395,16 @@ function normalizeAction(a: RawAction, index: number): Action {
   const actionName = a.name ?? `${a.type}-${index}`;
   switch (a.type) {
     case 'exec':
-      return { type: 'exec', name: actionName, argv: a.argv, timeoutSeconds: a.timeoutSeconds, retries: a.retries, cwd: a.cwd ?? null, env: a.env ?? {}, passEnv: a.passEnv ?? [] };
+      return {
+        type: 'exec',
+        name: actionName,
+        argv: a.argv,
+        timeoutSeconds: a.timeoutSeconds,
+        retries: a.retries,
+        cwd: a.cwd ?? null,
+        env: a.env ?? {},
+        passEnv: a.passEnv ?? [],
+      };
     case 'http':
       return {
         type: 'http',

@@ -3,6 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Health } from '../client/index.js';
 import type { AgentMetrics } from './metrics.js';
+import { CONFIG_DEFAULTS } from './config.js';
+import { formatHostPort, parseHostPort, type HostPort } from '../shared/host-port.js';
 
 export interface StatusServerOptions {
   /** `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (loopback); port 0 picks a free one. */
@@ -19,11 +21,9 @@ export interface StatusServer {
   close(): Promise<void>;
 }
 
-export function parseListen(text: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text.trim());
-  const port = Number(m?.[3]);
-  if (m === null || port > 65535) throw new Error(`listen must be HOST:PORT, got "${text}"`);
-  return { host: m[1] ?? (m[2] || '127.0.0.1'), port };
+/** The config's `listen`, read by the one HOST:PORT parser; a HostPortError names the field. */
+export function parseListen(text: string): HostPort {
+  return parseHostPort(text, 'listen', CONFIG_DEFAULTS.listen);
 }
 
 /** Ready while reads succeed: the last good one within `readyWithinSeconds`. The reason says why not. */
@@ -75,9 +75,8 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     });
   });
   const address = server.address() as AddressInfo;
-  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${shown}:${address.port}`,
+    url: `http://${formatHostPort(address.address, address.port)}`,
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

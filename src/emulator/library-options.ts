@@ -1,6 +1,8 @@
 // startEmulator's options: the CLI's flags as typed values, checked here with the same limits the CLI uses.
+import { ACTIVATION_MODES, CLOCK_MODES, isOneOf } from '../protocol/control.js';
 import { checkActivation, DEFAULT_FIRST_CALL_DELAY_SECONDS, type ActivationOptions } from './engine/activation.js';
-import type { Clock } from './engine/clock.js';
+import type { Clock } from '../shared/clock.js';
+import { DEFAULT_HOST, PORT_RANGE, hostProblem } from '../shared/host-port.js';
 import type { VmSpec } from './engine/fleet.js';
 import { MAX_FIRST_CALL_DELAY_SECONDS, TIMING_PROFILES } from './engine/timing.js';
 import { normalizeAllowedHost } from './control/request-guard.js';
@@ -22,15 +24,15 @@ export interface StartEmulatorOptions {
   /** A fleet file's path, or the fleet itself; one standalone VM "vm0" when absent. */
   fleet?: string | FleetDefinition;
   /** system (default), manual (moved with advanceClock), or a Clock of your own. */
-  clock?: 'system' | 'manual' | Clock;
+  clock?: (typeof CLOCK_MODES)[number] | Clock;
   /** realistic (default), dev (60x faster), or a factor. */
-  timing?: 'realistic' | 'dev' | number;
+  timing?: keyof typeof TIMING_PROFILES | number;
   /** IMDS requests a second per VM before 429; 0 turns the limit off. */
   rateLimit?: number;
   /** Ended events, finished operations and deleted VMs kept; 0 keeps none. */
   historyLimit?: number;
   /** Scheduled Events activation: off (default) or realistic. */
-  activation?: 'off' | 'realistic';
+  activation?: (typeof ACTIVATION_MODES)[number];
   /** With realistic activation, how long a VM's first request is held, in seconds. */
   activationDelay?: number;
   /** Keep state in this file across runs. */
@@ -65,13 +67,27 @@ export interface LaunchOptions {
   listen: ListenOptions;
 }
 
-/** [choice] Loopback and a free port: a test suite's emulator is private to it and never collides. */
-const DEFAULT_HOST = '127.0.0.1';
+/** [choice] Loopback (DEFAULT_HOST) and a free port: a test suite's emulator is private to it and never collides. */
+const DEFAULT_PORT = 0;
 
 /** [choice] An unknown option is refused, not ignored: a misspelt `fleets` would silently run the default fleet. */
 const KNOWN = new Set<string>([
-  'fleet', 'clock', 'timing', 'rateLimit', 'historyLimit', 'activation', 'activationDelay', 'state', 'token',
-  'allowHosts', 'maxStreams', 'streamBufferBytes', 'maxRequestVms', 'imds', 'control', 'logger',
+  'fleet',
+  'clock',
+  'timing',
+  'rateLimit',
+  'historyLimit',
+  'activation',
+  'activationDelay',
+  'state',
+  'token',
+  'allowHosts',
+  'maxStreams',
+  'streamBufferBytes',
+  'maxRequestVms',
+  'imds',
+  'control',
+  'logger',
 ]);
 
 /** Checks every option; the first problem throws an EmulatorOptionError. */
@@ -90,12 +106,23 @@ export function resolveStartOptions(options: StartEmulatorOptions): LaunchOption
   };
   if (o.fleet !== undefined) emulator.fleet = fleet(o.fleet);
   if (o.rateLimit !== undefined) {
-    emulator.rateLimit = check('rateLimit', o.rateLimit, isNumber(o.rateLimit) && o.rateLimit >= 0, 'must be a number of requests a second, 0 or more (0 turns it off)');
+    emulator.rateLimit = check(
+      'rateLimit',
+      o.rateLimit,
+      isNumber(o.rateLimit) && o.rateLimit >= 0,
+      'must be a number of requests a second, 0 or more (0 turns it off)',
+    );
   }
   if (o.historyLimit !== undefined) emulator.historyLimit = whole('historyLimit', o.historyLimit, { min: 0, max: Number.MAX_SAFE_INTEGER });
-  if (o.state !== undefined) emulator.statePath = check('state', o.state, typeof o.state === 'string' && o.state !== '', 'must be a file path');
+  if (o.state !== undefined)
+    emulator.statePath = check('state', o.state, typeof o.state === 'string' && o.state !== '', 'must be a file path');
   if (o.token !== undefined) {
-    emulator.token = check('token', o.token, typeof o.token === 'string' && /^\S+$/.test(o.token), 'must be one non-empty word, without spaces or line breaks');
+    emulator.token = check(
+      'token',
+      o.token,
+      typeof o.token === 'string' && /^\S+$/.test(o.token),
+      'must be one non-empty word, without spaces or line breaks',
+    );
   }
   if (o.allowHosts !== undefined) emulator.allowHosts = allowHosts(o.allowHosts);
   if (o.maxStreams !== undefined) emulator.maxStreams = whole('maxStreams', o.maxStreams, MAX_STREAMS_RANGE);
@@ -121,10 +148,10 @@ function whole(option: string, value: unknown, range: { min: number; max: number
   return value as number;
 }
 
-function clock(value: StartEmulatorOptions['clock']): 'system' | 'manual' | Clock {
+function clock(value: StartEmulatorOptions['clock']): NonNullable<StartEmulatorOptions['clock']> {
   if (value === undefined) return 'system';
-  if (value === 'system' || value === 'manual' || isClock(value)) return value;
-  throw new EmulatorOptionError('clock', `must be system, manual or a Clock, got ${show(value)}`);
+  if (isOneOf(CLOCK_MODES, value) || isClock(value)) return value;
+  throw new EmulatorOptionError('clock', `must be ${CLOCK_MODES.join(', ')} or a Clock, got ${show(value)}`);
 }
 
 function logger(value: unknown): boolean | object {
@@ -144,11 +171,12 @@ function timing(value: StartEmulatorOptions['timing']): number {
   if (value === undefined) return TIMING_PROFILES.realistic;
   if (typeof value === 'string' && Object.hasOwn(TIMING_PROFILES, value)) return TIMING_PROFILES[value];
   if (isNumber(value) && value > 0) return value;
-  throw new EmulatorOptionError('timing', `must be realistic, dev or a positive factor, got ${show(value)}`);
+  throw new EmulatorOptionError('timing', `must be ${Object.keys(TIMING_PROFILES).join(', ')} or a positive factor, got ${show(value)}`);
 }
 
 function activation(mode: StartEmulatorOptions['activation'], delay: number | undefined): ActivationOptions {
-  if (mode !== undefined && mode !== 'off' && mode !== 'realistic') throw new EmulatorOptionError('activation', `must be realistic or off, got ${show(mode)}`);
+  if (mode !== undefined && !isOneOf(ACTIVATION_MODES, mode))
+    throw new EmulatorOptionError('activation', `must be ${ACTIVATION_MODES.join(' or ')}, got ${show(mode)}`);
   if (mode !== 'realistic') {
     // Silently ignoring it would leave the caller wondering why nothing is delayed.
     if (delay !== undefined) throw new EmulatorOptionError('activationDelay', 'applies only with activation: "realistic"');
@@ -160,7 +188,10 @@ function activation(mode: StartEmulatorOptions['activation'], delay: number | un
     if (!isNumber(seconds)) throw new Error();
     checkActivation(result);
   } catch {
-    throw new EmulatorOptionError('activationDelay', `must be a number of seconds from 0 to ${MAX_FIRST_CALL_DELAY_SECONDS}, got ${show(delay)}`);
+    throw new EmulatorOptionError(
+      'activationDelay',
+      `must be a number of seconds from 0 to ${MAX_FIRST_CALL_DELAY_SECONDS}, got ${show(delay)}`,
+    );
   }
   return result;
 }
@@ -178,18 +209,21 @@ function allowHosts(names: unknown): string[] {
 }
 
 function address(option: 'imds' | 'control', value: Address | undefined): { host: string; port: number } {
-  if (value === undefined) return { host: DEFAULT_HOST, port: 0 };
+  if (value === undefined) return { host: DEFAULT_HOST, port: DEFAULT_PORT };
   if (typeof value !== 'object' || value === null) throw new EmulatorOptionError(option, `must be { host?, port? }, got ${show(value)}`);
   const host = value.host ?? DEFAULT_HOST;
-  if (typeof host !== 'string' || host.trim() === '') throw new EmulatorOptionError(`${option}.host`, `must be a host name or address, got ${show(host)}`);
-  return { host, port: value.port === undefined ? 0 : whole(`${option}.port`, value.port, { min: 0, max: 65_535 }) };
+  if (typeof host !== 'string') throw new EmulatorOptionError(`${option}.host`, `must be a host name or address, got ${show(host)}`);
+  const problem = hostProblem(host);
+  if (problem) throw new EmulatorOptionError(`${option}.host`, problem);
+  return { host, port: value.port === undefined ? DEFAULT_PORT : whole(`${option}.port`, value.port, PORT_RANGE) };
 }
 
 /** [choice] An object fleet goes through the fleet file's own checks, so both report the same problems. */
 function fleet(value: string | FleetDefinition): VmSpec[] {
   try {
     if (typeof value === 'string') return loadFleetFile(value);
-    if (typeof value !== 'object' || value === null) throw new EmulatorOptionError('fleet', `must be a fleet file's path or a fleet object, got ${show(value)}`);
+    if (typeof value !== 'object' || value === null)
+      throw new EmulatorOptionError('fleet', `must be a fleet file's path or a fleet object, got ${show(value)}`);
     let text: string;
     try {
       text = JSON.stringify(Array.isArray(value) ? { vms: value } : value, null, 2);

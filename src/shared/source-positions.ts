@@ -47,20 +47,27 @@ export function readProblem(err: unknown): string {
   return e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
 }
 
-/**
- * For a .json file: where JSON.parse stops and why, or null if it parses. YAML reads JSON
- * too, but more leniently, so a .json file also gets JSON's own check.
- */
-export function jsonSyntaxProblem(text: string, doc: Document): { offset: number; why: string } | null {
+/** JSON.parse's value, or where it stops and why (without V8's echo of the text); `doc`'s first error is the fallback place. */
+export type JsonParse = { ok: true; value: unknown } | { ok: false; offset: number; why: string };
+
+export function parseJson(text: string, doc?: Document): JsonParse {
   try {
-    JSON.parse(text);
-    return null;
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
     // V8 names the offset only sometimes; the YAML parser's error position is the fallback.
     const message = (err as Error).message;
     const position = /at position (\d+)/.exec(message);
-    const offset = position ? Number(position[1]) : (doc.errors[0]?.pos[0] ?? 0);
+    const offset = position ? Number(position[1]) : (doc?.errors[0]?.pos[0] ?? 0);
     const why = message.replace(/ (in JSON )?at position \d+.*$/s, '').replace(/, (\.\.\.)?".*" is not valid JSON$/s, '');
-    return { offset, why };
+    return { ok: false, offset, why };
   }
+}
+
+/**
+ * For a .json file: where JSON.parse stops and why, or null if it parses. YAML reads JSON
+ * too, but more leniently, so a .json file also gets JSON's own check.
+ */
+export function jsonSyntaxProblem(text: string, doc?: Document): { offset: number; why: string } | null {
+  const parsed = parseJson(text, doc);
+  return parsed.ok ? null : { offset: parsed.offset, why: parsed.why };
 }

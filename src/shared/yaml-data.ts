@@ -1,25 +1,26 @@
 // YAML files as plain data, the one way every loader reads them: aliases bounded, keys kept as written.
 import { isAlias, isCollection, isPair, isSeq, visit, type Document, type Node } from 'yaml';
-import { formatPath, type Path } from './source-positions.js';
+import type { Path } from './source-positions.js';
 
 /** [choice] YAML aliases resolved per file: ample for shared defaults, far too few for a "billion laughs" bomb. */
 export const MAX_ALIAS_COUNT = 100;
 
 /**
  * The document as plain data. An alias bomb (anchors nesting aliases of aliases) is refused before it
- * expands, at the alias that would expand furthest, rather than with the YAML library's bare exception.
+ * expands, at the alias that would expand furthest (its offset and field path), rather than with the
+ * YAML library's bare exception.
  */
-export function plainData(doc: Document, fail: (offset: number, message: string) => never): unknown {
+export function plainData(doc: Document, fail: (offset: number, message: string, path: Path) => never): unknown {
   try {
     return doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
   } catch (err) {
     if (!(err instanceof ReferenceError)) throw err;
     const worst = furthestAlias(doc);
-    const where = worst && worst.path.length > 0 ? `${formatPath(worst.path)}: ` : '';
     return fail(
       worst?.offset ?? 0,
-      `${where}YAML aliases expand too far${worst ? ` (*${worst.source} stands for ${worst.size} values)` : ''}; ` +
+      `YAML aliases expand too far${worst ? ` (*${worst.source} stands for ${worst.size} values)` : ''}; ` +
         `at most ${MAX_ALIAS_COUNT} alias uses are expanded, so write the values out`,
+      worst?.path ?? [],
     );
   }
 }

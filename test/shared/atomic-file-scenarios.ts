@@ -68,7 +68,10 @@ export const writerScenarios: WriterScenario[] = [
       assert.ok(rename > 0 && firstFsync >= 0 && firstFsync < rename, `fsync of the temp file before the rename: ${calls.join(', ')}`);
       assert.ok(calls.slice(0, firstFsync).includes('writeSync'), 'the data is written before the fsync');
       const dirOpen = calls.indexOf(`openSync ${dir}`);
-      assert.ok(dirOpen > rename && calls.indexOf('fsyncSync', dirOpen) > dirOpen, `the directory is fsynced after the rename: ${calls.join(', ')}`);
+      assert.ok(
+        dirOpen > rename && calls.indexOf('fsyncSync', dirOpen) > dirOpen,
+        `the directory is fsynced after the rename: ${calls.join(', ')}`,
+      );
     },
   },
   {
@@ -85,7 +88,9 @@ export const writerScenarios: WriterScenario[] = [
       assert.deepEqual(readdirSync(dir), ['state.json']);
     },
   },
-  failure('a write that returns 0 is an error, not the end of the data', 'EIO', { writeSync: (n, real, ...args) => (n === 1 ? 0 : real(...args)) }),
+  failure('a write that returns 0 is an error, not the end of the data', 'EIO', {
+    writeSync: (n, real, ...args) => (n === 1 ? 0 : real(...args)),
+  }),
   failure('ENOSPC on the first write', 'ENOSPC', {
     writeSync: (n, real, ...args) => {
       if (n === 1) throw errno('ENOSPC');
@@ -158,7 +163,10 @@ export const writerScenarios: WriterScenario[] = [
           return real(p, flags, mode);
         },
       });
-      assert.throws(() => write(path, NEW, faulty.ops), (err: NodeJS.ErrnoException) => err.code === 'EEXIST' || err.code === 'ELOOP');
+      assert.throws(
+        () => write(path, NEW, faulty.ops),
+        (err: NodeJS.ErrnoException) => err.code === 'EEXIST' || err.code === 'ELOOP',
+      );
       assert.equal(readFileSync(victim, 'utf8'), 'precious\n', 'the file the link points to is untouched');
       assert.ok(readFileSync(path).equals(Buffer.from(OLD)), 'the target keeps its previous content');
       assert.equal(readlinkSync(planted), victim, 'the planted link is not ours to remove');
@@ -175,7 +183,10 @@ export const writerScenarios: WriterScenario[] = [
           return real(p, flags, mode);
         },
       });
-      assert.throws(() => write(path, NEW, faulty.ops), (err: NodeJS.ErrnoException) => err.code === 'EEXIST');
+      assert.throws(
+        () => write(path, NEW, faulty.ops),
+        (err: NodeJS.ErrnoException) => err.code === 'EEXIST',
+      );
       assert.equal(readFileSync(planted, 'utf8'), 'someone else’s\n');
       assert.ok(readFileSync(path).equals(Buffer.from(OLD)), 'the target keeps its previous content');
     },

@@ -48,7 +48,11 @@ describe('writeFileAtomicSync', () => {
     for (const open of temps) {
       assert.match(open.path, /^.*\/journal\.json\.tmp-[0-9a-f]{16}$/);
       assert.ok(!open.path.endsWith(`.tmp-${process.pid}`), 'not the predictable pid name');
-      for (const [name, flag] of Object.entries({ O_CREAT: constants.O_CREAT, O_EXCL: constants.O_EXCL, O_NOFOLLOW: constants.O_NOFOLLOW })) {
+      for (const [name, flag] of Object.entries({
+        O_CREAT: constants.O_CREAT,
+        O_EXCL: constants.O_EXCL,
+        O_NOFOLLOW: constants.O_NOFOLLOW,
+      })) {
         assert.equal(open.flags & flag, flag, `${name} is set`);
       }
       assert.equal(open.flags & constants.O_TRUNC, 0, 'never truncates an existing file');

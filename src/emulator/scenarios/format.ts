@@ -71,10 +71,9 @@ const ApproveStep = z.strictObject({
   expectStatus: z.literal([200, 400, 404]).optional().meta({ description: 'What IMDS should answer; 200 when absent' }),
 });
 
-const EventStep = z.union(
-  [Ref, z.strictObject({ event: Ref, expectStatus: z.literal([200, 404, 409]).optional() })],
-  { error: 'expected an event reference, or {event: REF, expectStatus?: 200|404|409}' },
-);
+const EventStep = z.union([Ref, z.strictObject({ event: Ref, expectStatus: z.literal([200, 404, 409]).optional() })], {
+  error: 'expected an event reference, or {event: REF, expectStatus?: 200|404|409}',
+});
 
 const FaultStep = z.strictObject({
   vm: Name.optional(),
@@ -91,10 +90,7 @@ const ExpectedEventSchema = z.strictObject({
   resources: z.array(Name).optional(),
   source: z.enum(EVENT_SOURCES).optional(),
   durationInSeconds: z.int().optional(),
-  notBefore: z
-    .string()
-    .optional()
-    .meta({ description: '"" (Started), "+OFFSET" after the event was created, or "OFFSET" from the start' }),
+  notBefore: z.string().optional().meta({ description: '"" (Started), "+OFFSET" after the event was created, or "OFFSET" from the start' }),
   description: z.string().optional(),
 });
 
@@ -202,7 +198,11 @@ export interface Scenario {
 export function describeAction(action: Action): string {
   switch (action.kind) {
     case 'operation': {
-      const target = action.vms ? `vms ${action.vms.join(',')}` : action.host !== undefined ? `host ${action.host}` : `tenant ${action.tenant}`;
+      const target = action.vms
+        ? `vms ${action.vms.join(',')}`
+        : action.host !== undefined
+          ? `host ${action.host}`
+          : `tenant ${action.tenant}`;
       const nb = action.notBefore ? ` notBefore ${formatTimeSpec(action.notBefore)}` : '';
       return `operation ${action.type} on ${target}${nb}${action.as ? ` as ${action.as}` : ''}`;
     }
@@ -213,7 +213,11 @@ export function describeAction(action: Action): string {
       return `${action.kind} ${action.event.text}${action.expectStatus !== 200 ? ` (expect ${action.expectStatus})` : ''}`;
     case 'fault': {
       const f = action.fault;
-      const what = [f.status !== undefined ? `status ${f.status}` : '', f.latencyMs ? `latency ${f.latencyMs} ms` : '', f.drop ? 'drop' : '']
+      const what = [
+        f.status !== undefined ? `status ${f.status}` : '',
+        f.latencyMs ? `latency ${f.latencyMs} ms` : '',
+        f.drop ? 'drop' : '',
+      ]
         .filter((s) => s !== '')
         .join(' + ');
       return `fault ${what} for ${f.vm ?? 'every VM'} x${f.count ?? 1}`;

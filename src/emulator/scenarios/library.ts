@@ -15,7 +15,9 @@ let cache: Map<string, Scenario> | undefined;
 /** Every built-in, by name, in name order. A broken built-in is our bug, so it throws. */
 export function builtinScenarios(): Scenario[] {
   if (!cache) {
-    const files = readdirSync(SCENARIOS_DIR).filter((f) => f.endsWith('.yaml')).sort();
+    const files = readdirSync(SCENARIOS_DIR)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     cache = new Map();
     for (const file of files) {
       const scenario = loadScenarioFile(join(SCENARIOS_DIR, file));

@@ -1,11 +1,18 @@
 // Reads a scenario (YAML or JSON) and checks it whole; every error names file:line:col, the field and the problem.
-import { readFileSync } from 'node:fs';
-import { LineCounter, isMap, isNode, isPair, isScalar, parseDocument, type Document, type Node } from 'yaml';
+import { isMap, isNode, isPair, isScalar, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import type { VmSpec } from '../engine/fleet.js';
 import { FleetFileError, parseFleet } from '../fleet-file.js';
-import { plainData } from '../../shared/yaml-data.js';
-import { formatPath, offsetOf, readProblem, type Path } from '../../shared/source-positions.js';
+import {
+  CheckedDocument,
+  DocumentError,
+  MISSING,
+  formatPath,
+  issueProblems,
+  readDocumentFile,
+  type Path,
+  type Problem,
+} from '../../shared/checked-document.js';
 import {
   ACTIONS,
   OFFSET_HELP,
@@ -21,38 +28,13 @@ import {
   type TimeSpec,
 } from './format.js';
 
-export class ScenarioError extends Error {
+/** A problem in a scenario: file, line, col, the field path (`steps[2].approve.vm`, empty for the whole) and the problem. */
+export class ScenarioError extends DocumentError {
   override name = 'ScenarioError';
-  constructor(
-    message: string,
-    readonly file: string,
-    readonly line: number,
-    readonly col: number,
-    /** `steps[2].approve.vm`; empty for the whole document. */
-    readonly path: string,
-    readonly problem: string,
-  ) {
-    super(message);
-  }
-}
-
-
-interface Problem {
-  path: Path;
-  message: string;
-  /** Point at this key's name rather than its value (unknown keys). */
-  key?: string | undefined;
 }
 
 export function loadScenarioFile(path: string): Scenario {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    const why = readProblem(err);
-    throw new ScenarioError(`${path}: cannot read the scenario: ${why}`, path, 0, 0, '', `cannot read the scenario: ${why}`);
-  }
-  return parseScenario(text, path);
+  return parseScenario(readDocumentFile(path, 'scenario', ScenarioError), path);
 }
 
 /** A scenario given as data (a control API body); errors name `label` and the path. */
@@ -63,67 +45,52 @@ export function scenarioFromObject(value: unknown, label = 'scenario'): Scenario
 }
 
 export function parseScenario(text: string, file: string): Scenario {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
-  const fail = (offset: number, path: string, problem: string): never => {
-    const { line, col } = lineCounter.linePos(offset);
-    throw new ScenarioError(`${file}:${line}:${col}: ${path ? `${path}: ` : ''}${problem}`, file, line, col, path, problem);
-  };
-  if (doc.errors.length > 0) fail(doc.errors[0]!.pos[0], '', `YAML syntax error: ${doc.errors[0]!.message}`);
-  const data = plainData(doc, (offset, message) => fail(offset, '', message));
-  if (data === null || data === undefined) fail(0, '', 'the scenario is empty; expected a mapping with name, fleet and steps');
-  const report = (problems: Problem[]): never => {
-    const located = problems.map((p) => ({ ...p, offset: offsetOf(doc, p.path, p.key) })).sort((a, b) => a.offset - b.offset);
-    const first = located[0]!;
-    const more = located.length > 1 ? ` (and ${located.length - 1} more problem${located.length > 2 ? 's' : ''})` : '';
-    return fail(first.offset, formatPath(first.path), first.message + more);
-  };
-
-  const parsed = ScenarioDocumentSchema.safeParse(data);
-  if (!parsed.success) report(parsed.error.issues.map(toProblem));
-  const written = parsed.data!;
-  const fleet = loadFleet(doc, text, file, fail);
+  const source = new CheckedDocument(text, file, {
+    error: ScenarioError,
+    empty: 'the scenario is empty; expected a mapping with name, fleet and steps',
+  });
+  const parsed = ScenarioDocumentSchema.safeParse(source.data);
+  if (!parsed.success) throw source.first(issueProblems(parsed.error.issues, scenarioWording));
+  const written = parsed.data;
+  const fleet = loadFleet(source, text);
   const checked = checkSteps(written, fleet);
-  if (checked.problems.length > 0) report(checked.problems);
+  if (checked.problems.length > 0) throw source.first(checked.problems);
   return {
     name: written.name,
     description: written.description ?? '',
     file,
     fleet,
-    steps: checked.steps.map((step) => ({ ...step, line: lineCounter.linePos(offsetOf(doc, ['steps', step.index])).line })),
-    source: data as ScenarioDocument,
+    steps: checked.steps.map((step) => ({ ...step, line: source.lineOf(['steps', step.index]) })),
+    source: source.data as ScenarioDocument,
   };
 }
 
-function toProblem(issue: z.core.$ZodIssue): Problem {
-  const path = issue.path as Path;
+/** The scenario's own words for some of zod's issues; undefined keeps the shared wording. */
+function scenarioWording(issue: z.core.$ZodIssue, path: Path): string | undefined {
   if (issue.code === 'unrecognized_keys') {
-    const key = issue.keys[0]!;
     // A step's extra key is almost always a misspelt or invented action.
-    const isStep = path.length === 2 && path[0] === 'steps' && typeof path[1] === 'number';
-    const message = isStep
-      ? `unknown action "${key}"; a step takes at, as and one of ${ACTIONS.join(', ')}`
-      : `unknown key "${key}"`;
-    return { path: [...path, key], key, message };
+    const isStep = path.length === 3 && path[0] === 'steps' && typeof path[1] === 'number';
+    return isStep ? `unknown action "${String(path[2])}"; a step takes at, as and one of ${ACTIONS.join(', ')}` : undefined;
   }
-  let message = issue.message.replace(/^Invalid (input|option): /, '');
-  if (/received undefined$/.test(message)) message = 'missing (required)';
-  if (issue.code === 'invalid_union' && path.at(-1) === 'at') message = `expected ${OFFSET_HELP}`;
+  if (issue.code === 'invalid_union' && path.at(-1) === 'at') return `expected ${OFFSET_HELP}`;
   if (issue.code === 'invalid_type' && path.at(-1) === 'notBefore') {
     // YAML reads +30 as the number 30, so a relative time has to be quoted.
-    message = `expected a string: "" (Started), "+OFFSET" or "OFFSET"; quote it, e.g. "+30s"`;
+    return `expected a string: "" (Started), "+OFFSET" or "OFFSET"; quote it, e.g. "+30s"`;
   }
-  return { path, message };
+  return undefined;
 }
 
 /**
  * The fleet is checked by the fleet file's own parser, on the file's text with everything
  * outside the fleet blanked: the offsets stay, so its errors point into this file.
  */
-function loadFleet(doc: Document, text: string, file: string, fail: (offset: number, path: string, problem: string) => never): VmSpec[] {
-  const node = isMap(doc.contents) ? doc.contents.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === 'fleet')?.value : undefined;
+function loadFleet(source: CheckedDocument<ScenarioError>, text: string): VmSpec[] {
+  const doc: Document = source.doc;
+  const node = isMap(doc.contents)
+    ? doc.contents.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === 'fleet')?.value
+    : undefined;
   const range = isNode(node) ? (node as Node).range : undefined;
-  if (!range) return fail(0, 'fleet', 'missing (required)');
+  if (!range) throw source.error({ path: ['fleet'], message: MISSING });
   const [start, , end] = range;
   let masked = '';
   for (let i = 0; i < text.length; i++) {
@@ -131,17 +98,13 @@ function loadFleet(doc: Document, text: string, file: string, fail: (offset: num
     masked += (i >= start && i < end) || c === '\n' || c === '\r' ? c : ' ';
   }
   // Read as YAML whatever the file's extension: the scenario's own parse has judged its syntax.
-  const label = `${file}#fleet.yaml`;
   try {
-    return parseFleet(masked, label);
+    return parseFleet(masked, `${source.file}#fleet.yaml`);
   } catch (err) {
     if (!(err instanceof FleetFileError)) throw err;
-    const prefix = `${label}:${err.line}:${err.col}: `;
-    const rest = err.message.startsWith(prefix) ? err.message.slice(prefix.length) : err.message;
-    const m = /^([A-Za-z_]\w*(?:\[\d+\]|\.[A-Za-z_]\w*)*): (.*)$/s.exec(rest);
-    const path = m ? `fleet.${m[1]}` : 'fleet';
-    const problem = m ? m[2]! : rest;
-    throw new ScenarioError(`${file}:${err.line}:${err.col}: ${path}: ${problem}`, file, err.line, err.col, path, problem);
+    // The fleet's place is this file's; its path is under `fleet`.
+    const path = err.path === '' ? 'fleet' : err.path.startsWith('[') ? `fleet${err.path}` : `fleet.${err.path}`;
+    throw new ScenarioError({ file: source.file, line: err.line, col: err.col, path, problem: err.problem });
   }
 }
 
@@ -176,9 +139,13 @@ function checkSteps(written: ScenarioDocument, fleet: readonly VmSpec[]): { step
     if (definedAt === undefined) {
       problems.push({ path, message: `unknown reference "${text}": no operation step has "as: ${name}"` });
     } else if (definedAt >= i) {
-      problems.push({ path, message: `"${text}" refers to ${formatPath(['steps', definedAt])}, which comes ${definedAt === i ? 'in this step' : 'later'}` });
+      problems.push({
+        path,
+        message: `"${text}" refers to ${formatPath(['steps', definedAt])}, which comes ${definedAt === i ? 'in this step' : 'later'}`,
+      });
     }
-    if (tenant !== undefined && !tenants.has(tenant)) problems.push({ path, message: `"${text}": no tenant named '${tenant}' in the scenario's fleet` });
+    if (tenant !== undefined && !tenants.has(tenant))
+      problems.push({ path, message: `"${text}": no tenant named '${tenant}' in the scenario's fleet` });
     return { text, name: name!, tenant, index: index === undefined ? undefined : Number(index) };
   };
   const timeSpec = (text: string, path: Path, what: string): TimeSpec | undefined => {
@@ -211,13 +178,19 @@ function checkSteps(written: ScenarioDocument, fleet: readonly VmSpec[]): { step
       return;
     }
     if (present.length > 1) {
-      problems.push({ path: [...at, present[1]!], key: present[1], message: `a step has exactly one action; this one has ${present.join(' and ')}` });
+      problems.push({
+        path: [...at, present[1]!],
+        key: present[1],
+        message: `a step has exactly one action; this one has ${present.join(' and ')}`,
+      });
       return;
     }
     if (step.as !== undefined) {
       if (!step.operation) problems.push({ path: [...at, 'as'], message: "as names an operation's events; this step has no operation" });
-      else if (!NAME.test(step.as)) problems.push({ path: [...at, 'as'], message: `"${step.as}" must be letters, digits, '_' or '-', starting with a letter or '_'` });
-      else if (named.get(step.as) !== i) problems.push({ path: [...at, 'as'], message: `"${step.as}" already names steps[${named.get(step.as)}]` });
+      else if (!NAME.test(step.as))
+        problems.push({ path: [...at, 'as'], message: `"${step.as}" must be letters, digits, '_' or '-', starting with a letter or '_'` });
+      else if (named.get(step.as) !== i)
+        problems.push({ path: [...at, 'as'], message: `"${step.as}" already names steps[${named.get(step.as)}]` });
     }
     const action = checkAction(step, at, i, { vm, ref, timeSpec, problems, tenants, hosts, offset: offset ?? 0 });
     if (action) steps.push({ index: i, at: offset ?? 0, action });
@@ -242,7 +215,8 @@ function checkAction(step: WrittenStep, at: Path, i: number, c: Checkers): Actio
     const targets = [o.vms, o.host, o.tenant].filter((t) => t !== undefined).length;
     if (targets !== 1) c.problems.push({ path: p, message: 'an operation needs exactly one target: vms, host or tenant' });
     o.vms?.forEach((name, j) => c.vm(name, [...p, 'vms', j]));
-    if (o.host !== undefined && !c.hosts.has(o.host)) c.problems.push({ path: [...p, 'host'], message: `no host named '${o.host}' in the scenario's fleet` });
+    if (o.host !== undefined && !c.hosts.has(o.host))
+      c.problems.push({ path: [...p, 'host'], message: `no host named '${o.host}' in the scenario's fleet` });
     if (o.tenant !== undefined && !c.tenants.has(o.tenant)) {
       c.problems.push({ path: [...p, 'tenant'], message: `no tenant named '${o.tenant}' in the scenario's fleet` });
     }
@@ -260,7 +234,12 @@ function checkAction(step: WrittenStep, at: Path, i: number, c: Checkers): Actio
     const a = step.approve;
     const p: Path = [...at, 'approve'];
     c.vm(a.vm, [...p, 'vm']);
-    return { kind: 'approve', vm: a.vm, events: a.events.map((r, j) => c.ref(r, [...p, 'events', j], i)), expectStatus: a.expectStatus ?? 200 };
+    return {
+      kind: 'approve',
+      vm: a.vm,
+      events: a.events.map((r, j) => c.ref(r, [...p, 'events', j], i)),
+      expectStatus: a.expectStatus ?? 200,
+    };
   }
   for (const kind of ['cancel', 'complete'] as const) {
     const e = step[kind];
@@ -282,8 +261,10 @@ function checkAction(step: WrittenStep, at: Path, i: number, c: Checkers): Actio
   const p: Path = [...at, 'expect'];
   c.vm(e.vm, [...p, 'vm']);
   const gone = e.gone ?? false;
-  if (gone && e.events !== undefined) c.problems.push({ path: [...p, 'events'], message: 'a VM that is gone has no document; drop events or gone' });
-  if (gone && e.incarnation !== undefined) c.problems.push({ path: [...p, 'incarnation'], message: 'a VM that is gone has no incarnation' });
+  if (gone && e.events !== undefined)
+    c.problems.push({ path: [...p, 'events'], message: 'a VM that is gone has no document; drop events or gone' });
+  if (gone && e.incarnation !== undefined)
+    c.problems.push({ path: [...p, 'incarnation'], message: 'a VM that is gone has no incarnation' });
   if (!gone && e.events === undefined) {
     c.problems.push({ path: p, message: 'expect needs events (the whole document; [] for none) or gone: true' });
   }
@@ -296,5 +277,3 @@ function checkAction(step: WrittenStep, at: Path, i: number, c: Checkers): Actio
   });
   return { kind: 'expect', vm: e.vm, events, gone, incarnation: e.incarnation };
 }
-
-

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatIso } from '../../protocol/time.js';
 import type { EventView } from '../../protocol/types.js';
-import { ManualClock, SystemClock, type Clock } from '../engine/clock.js';
+import { ManualClock, SystemClock, type Clock } from '../../shared/clock.js';
 import { Engine } from '../engine/engine.js';
 import { EngineError } from '../engine/errors.js';
 import type { VmSpec } from '../engine/fleet.js';
@@ -290,7 +290,13 @@ class Run {
         actual: { gone: false, incarnation: doc.incarnation, events: doc.events.map((e) => this.#view(e)) },
       };
     }
-    if (!exists) return { ok: false, message: `${action.vm} is gone: the VM is no longer in the fleet`, expected: { gone: false }, actual: { gone: true } };
+    if (!exists)
+      return {
+        ok: false,
+        message: `${action.vm} is gone: the VM is no longer in the fleet`,
+        expected: { gone: false },
+        actual: { gone: true },
+      };
     const doc = this.engine.documentFor(action.vm);
     const expected = action.events ?? [];
     const problems: string[] = [];
@@ -299,11 +305,16 @@ class Run {
     if (action.incarnation !== undefined && previous !== undefined) {
       const changed = doc.incarnation !== previous;
       if (changed !== (action.incarnation === 'changed')) {
-        problems.push(`incarnation expected ${action.incarnation}, but it ${changed ? `went from ${previous} to ${doc.incarnation}` : `stayed ${previous}`}`);
+        problems.push(
+          `incarnation expected ${action.incarnation}, but it ${changed ? `went from ${previous} to ${doc.incarnation}` : `stayed ${previous}`}`,
+        );
       }
     }
     if (doc.events.length !== expected.length) {
-      const want = expected.length === 0 ? 'no events' : `${expected.length} event${expected.length > 1 ? 's' : ''} [${expected.map(describeExpected).join('; ')}]`;
+      const want =
+        expected.length === 0
+          ? 'no events'
+          : `${expected.length} event${expected.length > 1 ? 's' : ''} [${expected.map(describeExpected).join('; ')}]`;
       const got = doc.events.length === 0 ? 'none' : `${doc.events.length}: [${doc.events.map((e) => this.#summary(e)).join('; ')}]`;
       problems.push(`expected ${want}, got ${got}`);
     } else {
@@ -345,7 +356,9 @@ class Run {
         if (got.notBefore !== null) diffs.push(`notBefore expected "" (Started), got ${shown}`);
       } else {
         const created = this.#observed.get(got.id)?.createdAt ?? this.start;
-        const expectedAt = want.notBefore.relative ? created + this.ms(want.notBefore.seconds) : this.start + this.ms(want.notBefore.seconds);
+        const expectedAt = want.notBefore.relative
+          ? created + this.ms(want.notBefore.seconds)
+          : this.start + this.ms(want.notBefore.seconds);
         if (got.notBefore === null || Math.abs(got.notBefore - expectedAt) > NOT_BEFORE_TOLERANCE_MS) {
           diffs.push(`notBefore expected "${formatTimeSpec(want.notBefore)}", got ${shown}`);
         }
@@ -422,7 +435,9 @@ class Run {
     if (ref.index !== undefined) {
       const id = events[ref.index];
       if (id === undefined) {
-        return { error: `${ref.text} has not been created yet: ${ref.name} has created ${events.length} event${events.length === 1 ? '' : 's'} so far` };
+        return {
+          error: `${ref.text} has not been created yet: ${ref.name} has created ${events.length} event${events.length === 1 ? '' : 's'} so far`,
+        };
       }
       return { id };
     }

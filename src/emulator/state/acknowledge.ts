@@ -9,7 +9,11 @@ export type Durable = () => Promise<void>;
  * one event-loop turn share one fsync. If the save failed, a success becomes 503 naming the
  * file and the cause; an error response stays as it was. Without a state file nothing waits.
  */
-export function acknowledgeWhenDurable(app: FastifyInstance, durable: Durable | undefined, changes: (request: FastifyRequest) => boolean): void {
+export function acknowledgeWhenDurable(
+  app: FastifyInstance,
+  durable: Durable | undefined,
+  changes: (request: FastifyRequest) => boolean,
+): void {
   if (!durable) return;
   app.addHook('onSend', async (request, reply, payload) => {
     if (!changes(request)) return payload;

@@ -3,19 +3,29 @@ import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
 import type { EngineDelta, EngineSnapshot } from '../engine/engine.js';
 import { applyTable } from '../engine/changes.js';
-import { formatPath } from '../../shared/source-positions.js';
+import { DocumentError, formatLocated, formatPath, issueProblems, moreProblems, type Located } from '../../shared/checked-document.js';
+import { parseJson, readProblem } from '../../shared/source-positions.js';
 import { checkSnapshot } from '../state-check.js';
 import { ChangeRecordSchema, SnapshotSchema, STATE_FILE_VERSION } from './schema.js';
 
-export class StateFileError extends Error {
+/** A state file that cannot be used: `FILE: problem`, or `FILE:line:col: invalid state file: path: problem`. */
+export class StateFileError extends DocumentError {
   override name = 'StateFileError';
-  constructor(
-    message: string,
-    readonly file: string,
-  ) {
-    super(message);
+  constructor(at: Located);
+  /** A problem with the file as a whole, worded in full (`FILE: …`). */
+  constructor(message: string, file: string);
+  constructor(at: Located | string, file?: string) {
+    if (typeof at !== 'string') {
+      super(at);
+    } else {
+      const problem = at.startsWith(`${file}: `) ? at.slice(file!.length + 2) : at;
+      super({ file: file!, line: 0, col: 0, path: '', problem }, at);
+    }
   }
 }
+
+/** A problem with the whole file, no line. */
+const fileError = (file: string, problem: string) => new StateFileError({ file, line: 0, col: 0, path: '', problem });
 
 export interface StateFileContents {
   snapshot: EngineSnapshot;
@@ -46,10 +56,10 @@ const ENTRY_KEYS: Readonly<Record<string, (entry: { id?: string; name?: string }
 };
 
 /**
- * `file:line:col` for a field path of the (merged) snapshot: the line that last wrote the entry
+ * Line and column of a field path of the (merged) snapshot: the line that last wrote the entry
  * the path is in, and in it the entry's key, then the path's deepest field name after it.
  */
-function placeOf(path: string, source: SourceMap, snapshot: unknown, fieldPath: readonly PropertyKey[]): string {
+function placeOf(source: SourceMap, snapshot: unknown, fieldPath: readonly PropertyKey[]): { line: number; col: number } {
   const [table, index] = fieldPath;
   const rows = typeof table === 'string' ? (snapshot as Record<string, unknown> | null)?.[table] : undefined;
   let key: string | undefined;
@@ -75,8 +85,20 @@ function placeOf(path: string, source: SourceMap, snapshot: unknown, fieldPath: 
   const field = [...fieldPath.slice(key === undefined ? 1 : 2)].reverse().find((s): s is string => typeof s === 'string');
   if (field !== undefined) at = Math.max(at, find(`${JSON.stringify(field)}:`, at));
   const before = text.slice(0, at);
-  const lineNo = before.split('\n').length;
-  return `${path}:${lineNo}:${at - before.lastIndexOf('\n')}`;
+  return { line: before.split('\n').length, col: at - before.lastIndexOf('\n') };
+}
+
+/** `FILE:line:col: invalid state file|change record: path: problem (and N more problems)`. */
+function invalid(
+  file: string,
+  where: { line: number; col: number },
+  what: string,
+  path: readonly PropertyKey[],
+  problem: string,
+  count: number,
+): StateFileError {
+  const field = formatPath(path as (string | number)[]) || '(top level)';
+  return new StateFileError({ file, ...where, context: `invalid ${what}`, path: field, problem: problem + moreProblems(count) });
 }
 
 /** Reads a state file and checks that what it holds makes sense; undefined when it does not exist (a fresh start). Never writes. */
@@ -86,9 +108,7 @@ export function readStateFile(path: string): StateFileContents | undefined {
   const problems = checkSnapshot(contents.snapshot);
   if (problems.length > 0) {
     const first = problems[0]!;
-    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-    const where = placeOf(path, contents.source, contents.snapshot, first.path);
-    throw new StateFileError(`${where}: invalid state file: ${formatPath(first.path) || '(top level)'}: ${first.message}${more}`, path);
+    throw invalid(path, placeOf(contents.source, contents.snapshot, first.path), 'state file', first.path, first.message, problems.length);
   }
   return contents;
 }
@@ -99,33 +119,37 @@ export function readStateLog(path: string): StateFileContents | undefined {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') return undefined;
-    throw new StateFileError(`${path}: cannot read the state file: ${e.code === 'EISDIR' ? 'is a directory' : e.message}`, path);
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw fileError(path, `cannot read the state file: ${readProblem(err)}`);
   }
-  if (text.trim() === '') throw new StateFileError(`${path}: the state file is empty; move it away or delete it to start afresh`, path);
+  if (text.trim() === '') throw fileError(path, 'the state file is empty; move it away or delete it to start afresh');
 
   // Version 2's first line is a whole JSON object; a version 1 file is one (usually indented) object.
   const firstEnd = text.indexOf('\n');
   const firstLine = firstEnd < 0 ? text : text.slice(0, firstEnd);
-  let head = tryParse(firstLine);
+  let head = parseJson(firstLine);
   let rest = firstEnd < 0 ? '' : text.slice(firstEnd + 1);
   if (!head.ok) {
-    head = tryParse(text);
+    head = parseJson(text);
     rest = '';
-    if (!head.ok) {
-      throw new StateFileError(`${path}: the state file is not valid JSON (${head.error}); move it away or delete it to start afresh`, path);
-    }
+    if (!head.ok) throw fileError(path, `the state file is not valid JSON (${head.why}); move it away or delete it to start afresh`);
   }
   const version = checkHead(path, head.value);
   if (version === 1 && rest.trim() !== '') {
-    throw new StateFileError(`${path}:2:1: a version 1 state file holds one JSON object; more follows it`, path);
+    throw new StateFileError({
+      file: path,
+      line: 2,
+      col: 1,
+      path: '',
+      problem: 'a version 1 state file holds one JSON object; more follows it',
+    });
   }
   const source: SourceMap = { text, origins: new Map() };
   const parsed = SnapshotSchema.safeParse(head.value);
   if (!parsed.success) {
-    const where = placeOf(path, source, head.value, parsed.error.issues[0]!.path);
-    throw new StateFileError(`${where}: invalid state file: ${describe(parsed.error)}`, path);
+    const problems = issueProblems(parsed.error.issues);
+    const first = problems[0]!;
+    throw invalid(path, placeOf(source, head.value, first.path), 'state file', first.path, first.message, problems.length);
   }
   const base: EngineSnapshot = parsed.data;
 
@@ -144,33 +168,15 @@ export function loadStateFile(path: string): EngineSnapshot | undefined {
 function checkHead(path: string, data: unknown): 1 | 2 {
   const head = data as { format?: unknown; version?: unknown } | null;
   if (typeof head !== 'object' || head === null || Array.isArray(head) || head.format !== 'forewarn-state') {
-    throw new StateFileError(`${path}: not a forewarn state file (format is not "forewarn-state")`, path);
+    throw fileError(path, 'not a forewarn state file (format is not "forewarn-state")');
   }
   if (head.version !== 1 && head.version !== STATE_FILE_VERSION) {
-    throw new StateFileError(
-      `${path}: state file version ${JSON.stringify(head.version)} is not supported; this forewarn reads versions 1 and ${STATE_FILE_VERSION}`,
+    throw fileError(
       path,
+      `state file version ${JSON.stringify(head.version)} is not supported; this forewarn reads versions 1 and ${STATE_FILE_VERSION}`,
     );
   }
   return head.version;
-}
-
-type Parsed = { ok: true; value: unknown } | { ok: false; error: string; offset: number };
-
-function tryParse(text: string): Parsed {
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch (err) {
-    const message = (err as Error).message;
-    const position = /at position (\d+)/.exec(message);
-    return { ok: false, error: message, offset: position ? Number(position[1]) : 0 };
-  }
-}
-
-function describe(error: z.ZodError): string {
-  const issue = error.issues[0]!;
-  const more = error.issues.length > 1 ? ` (and ${error.issues.length - 1} more)` : '';
-  return `${formatPath(issue.path as (string | number)[]) || '(top level)'}: ${issue.message}${more}`;
 }
 
 type ChangeRecord = z.output<typeof ChangeRecordSchema>;
@@ -184,29 +190,41 @@ function readRecords(path: string, rest: string, warnings: string[]): ChangeReco
   const lines = rest.split('\n');
   // Text after the last newline is an append that did not finish.
   const tail = lines.pop()!;
-  if (tail !== '') warnings.push(`${path}:${lines.length + 2}:1: dropped an incomplete last line (${tail.length} bytes): a save cut short, never acknowledged`);
+  const at = (line: number, col: number, problem: string): Located => ({ file: path, line, col, path: '', problem });
+  if (tail !== '')
+    warnings.push(
+      formatLocated(
+        at(lines.length + 2, 1, `dropped an incomplete last line (${tail.length} bytes): a save cut short, never acknowledged`),
+      ),
+    );
   const records: ChangeRecord[] = [];
   for (let i = 0; i < lines.length; i++) {
     const lineNo = i + 2;
     const line = lines[i]!;
-    const json = tryParse(line);
+    const json = parseJson(line);
     if (!json.ok) {
       if (i === lines.length - 1 && tail === '') {
-        warnings.push(`${path}:${lineNo}:${json.offset + 1}: dropped an unreadable last line: a save cut short, never acknowledged`);
+        warnings.push(formatLocated(at(lineNo, json.offset + 1, 'dropped an unreadable last line: a save cut short, never acknowledged')));
         break;
       }
-      throw new StateFileError(`${path}:${lineNo}:${json.offset + 1}: a change record is not valid JSON (${json.error})`, path);
+      throw new StateFileError(at(lineNo, json.offset + 1, `a change record is not valid JSON (${json.why})`));
     }
     const parsed = ChangeRecordSchema.safeParse(json.value);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new StateFileError(`${path}:${lineNo}:${columnOf(line, issue.path)}: invalid change record: ${describe(parsed.error)}`, path);
+      const problems = issueProblems(parsed.error.issues);
+      const first = problems[0]!;
+      throw invalid(path, { line: lineNo, col: columnOf(line, first.path) }, 'change record', first.path, first.message, problems.length);
     }
     const expected = records.length + 1;
     if (parsed.data.seq !== expected) {
-      throw new StateFileError(
-        `${path}:${lineNo}:${columnOf(line, ['seq'])}: invalid change record: seq: expected ${expected}, got ${parsed.data.seq} (a record is missing or repeated)`,
+      const where = { line: lineNo, col: columnOf(line, ['seq']) };
+      throw invalid(
         path,
+        where,
+        'change record',
+        ['seq'],
+        `expected ${expected}, got ${parsed.data.seq} (a record is missing or repeated)`,
+        1,
       );
     }
     records.push(parsed.data);

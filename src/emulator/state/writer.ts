@@ -118,7 +118,8 @@ export class StateFileWriter {
   /** Resolves once every change made so far is on disk; rejects with StateSaveError if its save failed. */
   durable(): Promise<void> {
     if (!this.#dirty) return Promise.resolve();
-    if (this.#closed) return Promise.reject(new StateSaveError(this.path, new Error('the state file was closed before the change was saved')));
+    if (this.#closed)
+      return Promise.reject(new StateSaveError(this.path, new Error('the state file was closed before the change was saved')));
     return new Promise((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
       this.#schedule();
@@ -199,7 +200,9 @@ export class StateFileWriter {
     try {
       this.#writeSnapshot();
     } catch (err) {
-      this.onError(new Error(`cannot compact ${this.path} (the change is saved; compaction is tried again later): ${(err as Error).message}`));
+      this.onError(
+        new Error(`cannot compact ${this.path} (the change is saved; compaction is tried again later): ${(err as Error).message}`),
+      );
     }
   }
 
