@@ -1,11 +1,11 @@
-// Servers for bench/imds-throughput, run in a child process so the load generator has its own core.
+// Servers for bench/imds-throughput, each run in a process of its own (wrk runs in another).
 //   forewarn-1     the emulator's IMDS surface with one VM
 //   forewarn-10k   the same with 10,000 VMs, addressed by /vms/NAME/ prefix
 //   bare BODY_FILE a bare node:http server answering the same bytes to every request
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { ManualClock } from '../src/emulator/engine/clock.js';
+import { ManualClock } from '../src/shared/clock.js';
 import { Engine } from '../src/emulator/engine/engine.js';
 import type { VmSpec } from '../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../src/emulator/faults.js';
@@ -13,6 +13,7 @@ import { buildImdsServer } from '../src/emulator/imds/server.js';
 import { RateLimiter } from '../src/emulator/rate-limit.js';
 
 const mode = process.argv[2];
+const UNREACHED_RATE_LIMIT = 1e9;
 
 function fleetOf(count: number): VmSpec[] {
   if (count === 1) return [{ name: 'vm0' }];
@@ -32,7 +33,8 @@ async function forewarn(count: number) {
   for (let t = 0; t < Math.max(1, count / 10); t++) {
     engine.createOperation({ type: 'freeze', vms: [count === 1 ? 'vm0' : `vm${t * 10}`] });
   }
-  const app = buildImdsServer({ engine, faults: new FaultRegistry(), rateLimiter: new RateLimiter(0) });
+  // The limiter is on, so its cost is measured, at a limit no run reaches (0 would skip it).
+  const app = buildImdsServer({ engine, faults: new FaultRegistry(), rateLimiter: new RateLimiter(UNREACHED_RATE_LIMIT) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return (app.server.address() as AddressInfo).port;
 }
@@ -53,7 +55,13 @@ async function bare(bodyFile: string) {
 }
 
 const port =
-  mode === 'forewarn-1' ? await forewarn(1) : mode === 'forewarn-10k' ? await forewarn(10_000) : mode === 'bare' ? await bare(process.argv[3]!) : null;
+  mode === 'forewarn-1'
+    ? await forewarn(1)
+    : mode === 'forewarn-10k'
+      ? await forewarn(10_000)
+      : mode === 'bare'
+        ? await bare(process.argv[3]!)
+        : null;
 if (port === null) {
   console.error(`unknown server mode ${mode}`);
   process.exit(2);

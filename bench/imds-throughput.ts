@@ -1,38 +1,62 @@
-// Requests per second and p99 latency of GET /metadata/scheduledevents with keep-alive,
-// for the emulator (1 VM; 10,000 VMs by path prefix) against a bare node:http server
-// returning the same bytes, measured in the same run. Goal: ratio >= 0.7.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// IMDS throughput: GET /metadata/scheduledevents with keep-alive, driven by wrk (Debian's
+// /usr/bin/wrk, `-t1 -c10`) from its own process, against three servers, each in its own process:
+//   - bare:     a bare node:http server returning the emulator's bytes (body and ETag), the baseline;
+//   - 1 VM:     the emulator's IMDS surface with one VM;
+//   - 10k VMs:  the same with 10,000 VMs, a request per VM by path prefix in a shuffled order.
+// The emulator runs with its rate limiter on (at a limit these rates never reach), so the limiter's
+// cost is in the figures. A Lua script adds `Metadata: true` (and the path per request for 10k VMs)
+// and reports wrk's summary. With `taskset` and 2+ cores the server runs on core 0 and wrk on core 1,
+// so the load generator has a core of its own. Each server's CPU time (user + system, from
+// process.cpuUsage() over IPC) around a run prices a request in server CPU alone.
+// Per case: warm-up, then ROUNDS rounds alternating bare and emulator (drift hits both alike); the
+// report gives medians, and the ratios are medians of the paired rounds' ratios.
+// Env: BENCH_DURATION (s, default 10), BENCH_ROUNDS (default 5), BENCH_WARMUP (s, default 3).
+// Goals: throughput >= 0.7 of bare; CPU per request < 1.2x bare.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3);
+const WRK = '/usr/bin/wrk';
 const QUERY = '?api-version=2020-07-01';
-const HEADERS = { Metadata: 'true' };
+const VMS = 10_000;
+const THROUGHPUT_GOAL = 0.7;
+const CPU_GOAL = 1.2;
 
-async function startServer(...args: string[]): Promise<{ port: number; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', new URL('./imds-servers.ts', import.meta.url).pathname, ...args], {
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
+const dir = mkdtempSync(join(tmpdir(), 'forewarn-bench-imds-'));
+const children = new Set<ChildProcess>();
+const pin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && availableParallelism() >= 2;
+const SERVER_CPU = '0';
+const LOAD_CPU = '1';
+
+/** Runs `command args` on `cpu` when pinning is possible. */
+function pinned(cpu: string, command: string, args: string[]): [string, string[]] {
+  return pin ? ['taskset', ['-c', cpu, command, ...args]] : [command, args];
+}
+
+interface Server {
+  name: string;
+  port: number;
+  child: ChildProcess;
+}
+
+async function startServer(name: string, ...args: string[]): Promise<Server> {
+  const script = new URL('./imds-servers.ts', import.meta.url).pathname;
+  const [command, argv] = pinned(SERVER_CPU, process.execPath, ['--import', 'tsx', script, ...args]);
+  const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim())));
     child.once('exit', (code) => reject(new Error(`server ${args[0]} exited with ${code}`)));
   });
-  return { port, child };
+  return { name, port, child };
 }
 
-interface Result {
-  rps: number;
-  p99: number;
-  non2xx: number;
-  errors: number;
-  /** Server CPU (user + system) per request, in microseconds. */
-  cpuUs: number;
-}
-
+/** The server's CPU time so far (user + system, µs), asked over IPC. */
 function cpuOf(child: ChildProcess): Promise<number> {
   return new Promise((resolve) => {
     child.once('message', (m) => {
@@ -43,81 +67,165 @@ function cpuOf(child: ChildProcess): Promise<number> {
   });
 }
 
-async function load({ port, child }: { port: number; child: ChildProcess }, paths: () => string): Promise<Result> {
-  const cpuBefore = await cpuOf(child);
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}`,
-    connections: CONNECTIONS,
-    duration: DURATION,
-    headers: HEADERS,
-    requests: [{ method: 'GET', setupRequest: (req) => ({ ...req, path: paths() }) }],
+/** wrk's Lua: the Metadata header, the path (or a shuffled list of them), and a JSON summary line. */
+function luaScript(paths: readonly string[]): string {
+  const file = join(dir, `load-${paths.length}.lua`);
+  const list = paths.map((p) => JSON.stringify(p)).join(',\n');
+  const perRequest =
+    paths.length === 1
+      ? `wrk.path = ${JSON.stringify(paths[0])}\n`
+      : // Requests are formatted once in init; request() only picks the next one.
+        `local paths = {\n${list}\n}\nlocal reqs, n, i = {}, #paths, 0\n` +
+        'function init(args)\n  for k = 1, n do reqs[k] = wrk.format("GET", paths[k]) end\nend\n' +
+        'function request()\n  i = i % n + 1\n  return reqs[i]\nend\n';
+  writeFileSync(
+    file,
+    'wrk.headers["Metadata"] = "true"\n' +
+      perRequest +
+      'function done(summary, latency, requests)\n' +
+      '  local e = summary.errors\n' +
+      '  io.write(string.format("BENCH {\\"requests\\":%d,\\"durationUs\\":%d,\\"p99Us\\":%d,\\"status\\":%d,\\"socket\\":%d}\\n",\n' +
+      '    summary.requests, summary.duration, latency:percentile(99.0), e.status, e.connect + e.read + e.write + e.timeout))\n' +
+      'end\n',
+  );
+  return file;
+}
+
+interface Result {
+  rps: number;
+  p99Ms: number;
+  /** Responses with a status of 400 or more (wrk's count; no request here can get a 3xx). */
+  non2xx: number;
+  socketErrors: number;
+  /** Server CPU (user + system) per request, µs. */
+  cpuUs: number;
+  /** Server CPU time over wall time: near 1 means the server, not wrk, was the limit. */
+  busy: number;
+}
+
+async function load(server: Server, script: string, seconds: number): Promise<Result> {
+  const cpuBefore = await cpuOf(server.child);
+  const [command, argv] = pinned(LOAD_CPU, WRK, ['-t1', '-c10', `-d${seconds}s`, '-s', script, `http://127.0.0.1:${server.port}`]);
+  const out = await new Promise<string>((resolve, reject) => {
+    const wrk = spawn(command, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    wrk.stdout.on('data', (d: Buffer) => (text += d));
+    wrk.once('error', reject);
+    wrk.once('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`wrk exited with ${code}:\n${text}`))));
   });
-  const cpu = (await cpuOf(child)) - cpuBefore;
+  const cpu = (await cpuOf(server.child)) - cpuBefore;
+  const line = out.split('\n').find((l) => l.startsWith('BENCH '));
+  if (line === undefined) throw new Error(`wrk printed no summary:\n${out}`);
+  const s = JSON.parse(line.slice(6)) as { requests: number; durationUs: number; p99Us: number; status: number; socket: number };
   return {
-    rps: result.requests.average,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-    cpuUs: cpu / Math.max(1, result.requests.total),
+    rps: s.requests / (s.durationUs / 1e6),
+    p99Ms: s.p99Us / 1000,
+    non2xx: s.status,
+    socketErrors: s.socket,
+    cpuUs: cpu / Math.max(1, s.requests),
+    busy: cpu / s.durationUs,
   };
 }
 
-async function sample(port: number, path: string) {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: HEADERS });
-  if (res.status !== 200) throw new Error(`warm-up ${path} answered ${res.status}`);
-  return { body: await res.text(), etag: res.headers.get('etag') ?? '' };
+async function sample(port: number, path: string): Promise<{ body: string; etag: string }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers: { Metadata: 'true' } });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`warm-up ${path} answered ${res.status}: ${body}`);
+  return { body, etag: res.headers.get('etag') ?? '' };
 }
 
-async function compare(label: string, mode: string, paths: () => string, samplePath: string) {
-  const fw = await startServer(mode);
-  const bytes = await sample(fw.port, samplePath);
-  const file = join(mkdtempSync(join(tmpdir(), 'forewarn-bench-')), 'body.json');
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+interface Verdict {
+  throughput: number;
+  cpu: number;
+}
+
+async function compare(label: string, mode: string, paths: readonly string[]): Promise<Verdict> {
+  const fw = await startServer('forewarn', mode);
+  const bytes = await sample(fw.port, paths[0]!);
+  const file = join(dir, `${mode}-body.json`);
   writeFileSync(file, JSON.stringify(bytes));
-  const base = await startServer('bare', file);
+  const base = await startServer('bare node:http', 'bare', file);
+  const check = await sample(base.port, paths[0]!);
+  if (check.body !== bytes.body || check.etag !== bytes.etag) throw new Error('the bare server does not answer the same bytes');
+  const script = luaScript(paths);
   try {
-    // Warm both up, then alternate rounds so drift on a noisy machine hits both alike; report medians.
-    await load(base, paths);
-    await load(fw, paths);
+    await load(base, script, WARMUP);
+    await load(fw, script, WARMUP);
     const bs: Result[] = [];
     const fs: Result[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      bs.push(await load(base, paths));
-      fs.push(await load(fw, paths));
+      bs.push(await load(base, script, DURATION));
+      fs.push(await load(fw, script, DURATION));
     }
-    const b = median(bs);
-    const f = median(fs);
-    const ratio = f.rps / b.rps;
-    console.log(`${label}`);
-    console.log(row('forewarn', f));
-    console.log(row('bare node:http', b));
-    console.log(
-      `  ratio ${ratio.toFixed(2)} in req/s; server CPU per request ${(f.cpuUs / b.cpuUs).toFixed(2)}x the bare server's` +
-        (f.non2xx + f.errors > 0 ? `  (forewarn non-2xx ${f.non2xx}, errors ${f.errors})` : ''),
-    );
-    return ratio;
+    const throughput = median(fs.map((f, i) => f.rps / bs[i]!.rps));
+    const cpu = median(fs.map((f, i) => f.cpuUs / bs[i]!.cpuUs));
+    console.log(`${label} (${bytes.body.length}-byte body)`);
+    console.log(row(fw.name, fs));
+    console.log(row(base.name, bs));
+    console.log(`  forewarn/bare: throughput ${throughput.toFixed(2)}, CPU per request ${cpu.toFixed(2)}x`);
+    // Every request here is valid: anything but 2xx means a broken server, not a slow one.
+    const refused = [...fs, ...bs].reduce((n, r) => n + r.non2xx, 0);
+    if (refused > 0) throw new Error(`${label}: ${refused} answers were not 2xx`);
+    return { throughput, cpu };
   } finally {
     fw.child.kill();
     base.child.kill();
   }
 }
 
-console.log(
-  `GET /metadata/scheduledevents, keep-alive, ${CONNECTIONS} connections, median of ${ROUNDS} alternating ${DURATION} s runs, node ${process.version}`,
-);
-const one = await compare('1 VM', 'forewarn-1', () => `/metadata/scheduledevents${QUERY}`, `/metadata/scheduledevents${QUERY}`);
-const many = await compare(
-  '10,000 VMs by path prefix',
-  'forewarn-10k',
-  () => `/vms/vm${Math.floor(Math.random() * 10_000)}/metadata/scheduledevents${QUERY}`,
-  `/vms/vm0/metadata/scheduledevents${QUERY}`,
-);
-const goal = 0.7;
-console.log(`goal: ratio >= ${goal}: 1 VM ${one >= goal ? 'met' : 'NOT met'}, 10,000 VMs ${many >= goal ? 'met' : 'NOT met'}`);
-
-function row(name: string, r: Result): string {
-  return `  ${name.padEnd(15)} ${r.rps.toFixed(0).padStart(6)} req/s  p99 ${String(r.p99).padStart(3)} ms  server CPU ${r.cpuUs.toFixed(1).padStart(5)} µs/request`;
+function row(name: string, rs: readonly Result[]): string {
+  const m = (f: (r: Result) => number) => median(rs.map(f));
+  const sum = (f: (r: Result) => number) => rs.reduce((a, r) => a + f(r), 0);
+  return (
+    `  ${name.padEnd(15)} ${m((r) => r.rps)
+      .toFixed(0)
+      .padStart(6)} req/s  p99 ${m((r) => r.p99Ms)
+      .toFixed(2)
+      .padStart(6)} ms` +
+    `  CPU ${m((r) => r.cpuUs)
+      .toFixed(1)
+      .padStart(5)} µs/request  server core ${(m((r) => r.busy) * 100).toFixed(0).padStart(3)}% busy` +
+    `  non-2xx ${sum((r) => r.non2xx)}  socket errors ${sum((r) => r.socketErrors)}`
+  );
 }
 
-function median(results: Result[]): Result {
-  return [...results].sort((x, y) => x.rps - y.rps)[Math.floor(results.length / 2)]!;
+function goal(met: boolean): string {
+  return met ? 'met' : 'NOT met';
+}
+
+process.once('exit', () => {
+  for (const child of children) child.kill();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+try {
+  console.log(
+    `GET /metadata/scheduledevents, keep-alive, wrk -t1 -c10, ${ROUNDS} alternating ${DURATION} s rounds (medians), ` +
+      `node ${process.version}, ${pin ? `server on CPU ${SERVER_CPU}, wrk on CPU ${LOAD_CPU}` : 'not pinned (no taskset or one core)'}`,
+  );
+  const eventsPath = `/metadata/scheduledevents${QUERY}`;
+  const one = await compare('1 VM', 'forewarn-1', [eventsPath]);
+  // A fixed shuffle (xorshift), so each run sends the same sequence of VMs.
+  const order = Array.from({ length: VMS }, (_, i) => i);
+  let seed = 0x9e3779b9;
+  for (let i = order.length - 1; i > 0; i--) {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    const j = (seed >>> 0) % (i + 1);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const many = await compare(
+    '10,000 VMs by path prefix',
+    'forewarn-10k',
+    order.map((i) => `/vms/vm${i}${eventsPath}`),
+  );
+  const throughputMet = one.throughput >= THROUGHPUT_GOAL && many.throughput >= THROUGHPUT_GOAL;
+  const cpuMet = one.cpu < CPU_GOAL && many.cpu < CPU_GOAL;
+  console.log(`goals: throughput ≥ ${THROUGHPUT_GOAL} of bare ${goal(throughputMet)}; CPU per request < ${CPU_GOAL}× bare ${goal(cpuMet)}`);
+} catch (err) {
+  console.error(`bench failed: ${(err as Error).message}`);
+  process.exitCode = 1;
 }

@@ -1,4 +1,5 @@
 // A typed client for the control API of any running emulator (docs/library.md says why it lives here).
+import type { ControlErrorBody, ERROR_FIELD_PREFERENCE } from '../protocol/control.js';
 import { ControlApiError, ControlConnectionError } from './errors.js';
 import type {
   Clock,
@@ -35,6 +36,9 @@ export interface ControlClientOptions {
 /** [choice] Every route answers at once; a call still waiting after this is stuck. */
 export const DEFAULT_CONTROL_TIMEOUT_MS = 30_000;
 
+// The client loads nothing outside src/control at run time; the type holds this to the contract's value.
+const PREFER_ERROR_FIELD: typeof ERROR_FIELD_PREFERENCE = 'error-field';
+
 type Method = 'GET' | 'POST' | 'DELETE';
 
 export class ControlClient {
@@ -67,6 +71,10 @@ export class ControlClient {
   }
   removeVm(name: string): Promise<Vm> {
     return this.#call('DELETE', `/v1/vms/${seg(name)}`);
+  }
+  /** Starts a VM a Spot eviction deallocated; 409 when it is not deallocated. */
+  startVm(name: string): Promise<Vm> {
+    return this.#call('POST', `/v1/vms/${seg(name)}/start`);
   }
   /** The Scheduled Events document the VM would see now; the API's newest version unless told. */
   document(vm: string, options: { apiVersion?: string } = {}): Promise<Document> {
@@ -147,6 +155,8 @@ export class ControlClient {
         method,
         headers: {
           accept: 'application/json',
+          // Refusals then name the request field at fault, for ControlApiError.field.
+          prefer: PREFER_ERROR_FIELD,
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
           ...(this.#token !== undefined ? { authorization: `Bearer ${this.#token}` } : {}),
         },
@@ -165,8 +175,9 @@ export class ControlClient {
       data = undefined;
     }
     if (response.status < 200 || response.status > 299) {
-      const message = (data as { error?: unknown } | undefined)?.error;
-      throw new ControlApiError(response.status, typeof message === 'string' ? message : text.slice(0, 200) || response.statusText, method, path);
+      const refusal = data as Partial<Record<keyof ControlErrorBody, unknown>> | undefined;
+      const message = typeof refusal?.error === 'string' ? refusal.error : text.slice(0, 200) || response.statusText;
+      throw new ControlApiError(response.status, message, method, path, typeof refusal?.field === 'string' ? refusal.field : undefined);
     }
     if (data === undefined && text !== '') throw new ControlApiError(response.status, 'the answer is not JSON', method, path);
     return data as T;
@@ -181,7 +192,8 @@ function normalizeBaseUrl(raw: string | URL): string {
   } catch {
     throw new TypeError(`baseUrl must be a URL such as http://127.0.0.1:8170, got ${JSON.stringify(String(raw))}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(text)}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(text)}`);
   if (url.search !== '' || url.hash !== '') throw new TypeError(`baseUrl must have no ?query or #fragment, got ${JSON.stringify(text)}`);
   return text;
 }
@@ -199,7 +211,8 @@ function queryString(query: object): string {
 
 function connectionProblem(err: unknown, baseUrl: string, timeoutMs: number): string {
   const e = err as Error & { cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError') return `no answer from the control API at ${baseUrl} within ${timeoutMs / 1000} s`;
+  if (e.name === 'TimeoutError' || e.name === 'AbortError')
+    return `no answer from the control API at ${baseUrl} within ${timeoutMs / 1000} s`;
   const code = e.cause?.code;
   if (code === 'ECONNREFUSED') return `cannot reach the control API at ${baseUrl}: connection refused (is the emulator running?)`;
   return `cannot reach the control API at ${baseUrl}: ${e.cause?.message ?? e.message}`;

@@ -1,6 +1,6 @@
 // What a control API call can fail with: the API said no, or it could not be reached.
 
-/** The control API answered with an error status; `error` is its `{"error"}` message. */
+/** The control API answered with an error status; `error` is its `{"error"}` message, `field` the request field it blames (`notBefore`, `vms[1]`), if one. */
 export class ControlApiError extends Error {
   override name = 'ControlApiError';
   constructor(
@@ -8,6 +8,7 @@ export class ControlApiError extends Error {
     readonly error: string,
     readonly method: string,
     readonly path: string,
+    readonly field?: string,
   ) {
     super(`${method} ${path}: ${status} ${error}`);
   }

@@ -8,7 +8,7 @@ import type {
   OperationResponse,
   ScenarioRun,
 } from '../emulator/control/schemas.js';
-import { MAX_PAGE_LIMIT } from '../emulator/engine/paging.js';
+import { controlErrorOf, MAX_PAGE_LIMIT } from '../protocol/control.js';
 
 export type { ClockResponse, EndedEventResponse, EventResponse, FleetResponse, OperationResponse, ScenarioRun };
 export type Fault = FaultResponse;
@@ -110,8 +110,8 @@ export class ControlApi {
 
 function errorText(status: number, text: string): string {
   try {
-    const body = JSON.parse(text) as { error?: unknown };
-    if (typeof body.error === 'string') return body.error;
+    const refusal = controlErrorOf(JSON.parse(text));
+    if (refusal) return refusal.error;
   } catch {
     // Not JSON: fall through to the raw text.
   }

@@ -3,6 +3,7 @@
 // and a token in the URL would end up in logs.
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import type { StreamTopic } from '../emulator/control/schemas.js';
+import { STREAM_RETRY_AFTER_SECONDS } from '../protocol/control.js';
 import type { ControlApi } from './api.js';
 
 export type LinkState = 'connecting' | 'live' | 'reconnecting' | 'unauthorized';
@@ -16,8 +17,8 @@ export interface LiveHandlers {
   onState(state: LinkState): void;
 }
 
-/** Waits after a failed connection: quick at first, then no more often than every 5 s. */
-export const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 5000] as const;
+/** Waits after a failed connection: quick at first, then as long as a refused stream is told to (5 s). */
+export const RETRY_DELAYS_MS = [250, 500, 1000, 2000, STREAM_RETRY_AFTER_SECONDS * 1000] as const;
 
 /**
  * Keeps the stream open until `signal` aborts, reconnecting after every failure: an emulator
@@ -79,9 +80,13 @@ async function* iterate<T>(stream: ReadableStream<T>): AsyncGenerator<T> {
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

@@ -3,7 +3,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { formatIso } from '../protocol/time.js';
 import type { ActivationOptions } from './engine/activation.js';
-import { ManualClock, SystemClock, wallClock, type Clock } from './engine/clock.js';
+import { ManualClock, SystemClock, wallClock, type Clock } from '../shared/clock.js';
 import { Engine, type EngineSnapshot } from './engine/engine.js';
 import { EngineError } from './engine/errors.js';
 import type { VmSpec } from './engine/fleet.js';
@@ -95,7 +95,8 @@ export class Emulator {
       try {
         engine.restore(snapshot);
       } catch (err) {
-        if (err instanceof EngineError) throw new StateFileError(`${statePath}: the saved state cannot be restored: ${err.message}`, statePath!);
+        if (err instanceof EngineError)
+          throw new StateFileError(`${statePath}: the saved state cannot be restored: ${err.message}`, statePath!);
         throw err;
       }
     }

@@ -14,8 +14,8 @@ export const PROXY_REJECTED = 'Bad request. Requests through a proxy (X-Forwarde
 export const NOT_FOUND = 'Not found';
 export const METHOD_NOT_ALLOWED = 'Method not allowed';
 export const TOO_MANY_REQUESTS = 'Too many requests';
-export const BODY_TOO_LARGE = 'Request body is larger than 65536 bytes';
+/** SPEC §1: an approval body may hold 64 KiB; a larger one gets 413. */
+export const MAX_BODY_BYTES = 64 * 1024;
+export const BODY_TOO_LARGE = `Request body is larger than ${MAX_BODY_BYTES} bytes`;
 export const GONE = 'Gone: retry';
 export const INTERNAL_ERROR = 'Internal server error: retry later';
-
-export const MAX_BODY_BYTES = 65536;

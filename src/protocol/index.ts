@@ -6,3 +6,4 @@ export * from './render.js';
 export * from './approval.js';
 export * from './etag.js';
 export * from './instance-metadata.js';
+export * from './control.js';

@@ -73,8 +73,7 @@ export type InstanceFormat = (typeof INSTANCE_FORMATS)[number];
  * [choice] Azure's docs give the status (400: "missing parameter format=text when querying a leaf
  * node") but not the body's wording; these are ours, in the style of IMDS's other errors.
  */
-export const LEAF_NEEDS_TEXT =
-  'Bad request. A leaf node must be queried with format=text. For more information refer to aka.ms/azureimds';
+export const LEAF_NEEDS_TEXT = 'Bad request. A leaf node must be queried with format=text. For more information refer to aka.ms/azureimds';
 export const TEXT_NEEDS_LEAF =
   'Bad request. format=text applies only to leaf nodes; query this node with format=json. For more information refer to aka.ms/azureimds';
 export const FORMAT_INVALID = 'Bad request. format must be json or text. For more information refer to aka.ms/azureimds';

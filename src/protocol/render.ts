@@ -3,10 +3,19 @@ import type { EventView, ScheduledEvent, ScheduledEventsDocument } from './types
 import { featuresOf, type ApiVersion } from './versions.js';
 import { formatRfc1123 } from './time.js';
 
+/** Never a role instance: for callers that know of no cloud services. */
+const IAAS_ONLY = (): boolean => false;
+
+/**
+ * `roleInstance` says which resource names are cloud-service role instances: [seed] the
+ * 2017-03-01 leading underscore is on IaaS VM names only ("Removed prepended underscore from
+ * resource names for IaaS VMs", 2017-08-01 notes), so role instances are named as they are.
+ */
 export function renderDocument(
   incarnation: number,
   events: readonly EventView[],
   version: ApiVersion,
+  roleInstance: (resource: string) => boolean = IAAS_ONLY,
 ): ScheduledEventsDocument {
   const f = featuresOf(version);
   const out: ScheduledEvent[] = [];
@@ -18,7 +27,7 @@ export function renderDocument(
       EventStatus: e.status,
       EventType: e.type,
       ResourceType: 'VirtualMachine',
-      Resources: e.resources.map((r) => (f.underscorePrefix ? `_${r}` : r)),
+      Resources: f.underscorePrefix ? e.resources.map((r) => (roleInstance(r) ? r : `_${r}`)) : [...e.resources],
       NotBefore: e.notBefore === null ? '' : formatRfc1123(e.notBefore),
     };
     if (f.description) wire.Description = e.description;

@@ -28,8 +28,7 @@ const MS_PER_DAY = 86_400_000;
 const RFC1123 =
   /^(?:(Sun|Mon|Tue|Wed|Thu|Fri|Sat)\s*,\s*)?(\d{1,2})\s+(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+(\d{4})\s+(\d{2}):(\d{2}):(\d{2})(?:\s*(GMT|UTC|UT|Z|[+-]0000))?$/i;
 
-const ISO8601 =
-  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))?$/i;
+const ISO8601 = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:(Z)|([+-])(\d{2}):?(\d{2}))?$/i;
 
 function isLeap(y: number): boolean {
   return (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
@@ -60,14 +59,7 @@ interface Fields {
 }
 
 function toEpoch(text: string, f: Fields): number {
-  const valid =
-    f.mo >= 1 &&
-    f.mo <= 12 &&
-    f.d >= 1 &&
-    f.d <= daysInMonth(f.y, f.mo) &&
-    f.h <= 23 &&
-    f.mi <= 59 &&
-    f.s <= 59;
+  const valid = f.mo >= 1 && f.mo <= 12 && f.d >= 1 && f.d <= daysInMonth(f.y, f.mo) && f.h <= 23 && f.mi <= 59 && f.s <= 59;
   if (!valid) throw new ProtocolError(`NotBefore ${JSON.stringify(text)} is not a real date and time`);
   return daysFromCivil(f.y, f.mo, f.d) * MS_PER_DAY + ((f.h * 60 + f.mi) * 60 + f.s) * 1000 + f.ms;
 }

@@ -2,15 +2,7 @@
 import { EVENT_TYPES, type EventType } from './types.js';
 import type { ImdsErrorBody } from './errors.js';
 
-export const API_VERSIONS = [
-  '2017-03-01',
-  '2017-08-01',
-  '2017-11-01',
-  '2019-01-01',
-  '2019-04-01',
-  '2019-08-01',
-  '2020-07-01',
-] as const;
+export const API_VERSIONS = ['2017-03-01', '2017-08-01', '2017-11-01', '2019-01-01', '2019-04-01', '2019-08-01', '2020-07-01'] as const;
 export type ApiVersion = (typeof API_VERSIONS)[number];
 
 export const LATEST_API_VERSION: ApiVersion = '2020-07-01';
@@ -19,6 +11,7 @@ export const NEWEST_VERSIONS: readonly ApiVersion[] = Object.freeze([...API_VERS
 
 export interface VersionFeatures {
   preview: boolean;
+  /** IaaS VM names in Resources carry a leading `_` (cloud-service role instances never do: render.ts). */
   underscorePrefix: boolean;
   metadataHeaderRequired: boolean;
   eventTypes: ReadonlySet<EventType>;

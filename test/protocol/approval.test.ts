@@ -25,10 +25,7 @@ describe('parseStartRequests: valid bodies', () => {
   });
 
   it('returns duplicates once, first-seen order', () => {
-    assert.deepEqual(
-      ids('{"StartRequests":[{"EventId":"B"},{"EventId":"A"},{"EventId":"B"},{"EventId":"A"}]}'),
-      ['B', 'A'],
-    );
+    assert.deepEqual(ids('{"StartRequests":[{"EventId":"B"},{"EventId":"A"},{"EventId":"B"},{"EventId":"A"}]}'), ['B', 'A']);
   });
 
   it('ignores unknown properties', () => {
@@ -89,10 +86,7 @@ describe('parseStartRequests: errors', () => {
   });
 
   it('element not an object names its index', () => {
-    assert.equal(
-      err('{"StartRequests":[{"EventId":"A"},{"EventId":"B"},"C"]}'),
-      'StartRequests[2] must be an object with an EventId',
-    );
+    assert.equal(err('{"StartRequests":[{"EventId":"A"},{"EventId":"B"},"C"]}'), 'StartRequests[2] must be an object with an EventId');
     assert.equal(err('{"StartRequests":[null]}'), 'StartRequests[0] must be an object with an EventId');
     assert.equal(err('{"StartRequests":[["A"]]}'), 'StartRequests[0] must be an object with an EventId');
   });
@@ -121,10 +115,7 @@ describe('parseStartRequests: errors', () => {
 
   it('is not fooled by __proto__ keys', () => {
     assert.equal(err('{"__proto__":{"StartRequests":[{"EventId":"A"}]}}'), 'StartRequests is required');
-    assert.equal(
-      err('{"StartRequests":[{"__proto__":{"EventId":"A"}}]}'),
-      'StartRequests[0].EventId is required',
-    );
+    assert.equal(err('{"StartRequests":[{"__proto__":{"EventId":"A"}}]}'), 'StartRequests[0].EventId is required');
     assert.equal(({} as Record<string, unknown>)['StartRequests'], undefined, 'no prototype pollution');
   });
 

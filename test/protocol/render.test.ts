@@ -33,6 +33,21 @@ describe('renderDocument', () => {
     }
   });
 
+  // Seed 002 (api-version notes, 2017-08-01): "Se quitó el guion bajo antepuesto de los nombres
+  // de recursos en las máquinas virtuales de IaaS". The underscore was on IaaS VM names only.
+  it('leaves cloud-service role instances without the 2017-03-01 underscore', () => {
+    const roles = ev({ resources: ['FrontEnd_IN_0', 'FrontEnd_IN_1'] });
+    const roleInstance = (name: string) => name.startsWith('FrontEnd_IN_');
+    for (const v of API_VERSIONS) {
+      const [e] = renderDocument(1, [roles], v, roleInstance).Events;
+      assert.deepEqual(e?.Resources, ['FrontEnd_IN_0', 'FrontEnd_IN_1'], v);
+    }
+    // The predicate is asked per name: an IaaS VM beside them still gets its underscore.
+    const mixed = ev({ resources: ['FrontEnd_IN_0', 'web0'] });
+    assert.deepEqual(renderDocument(1, [mixed], '2017-03-01', roleInstance).Events[0]?.Resources, ['FrontEnd_IN_0', '_web0']);
+    assert.deepEqual(renderDocument(1, [mixed], '2017-08-01', roleInstance).Events[0]?.Resources, ['FrontEnd_IN_0', 'web0']);
+  });
+
   it('leaves out event types a version cannot show', () => {
     const firstOf: Record<EventType, ApiVersion> = {
       Freeze: '2017-03-01',
@@ -104,14 +119,7 @@ describe('renderDocument', () => {
       'DurationInSeconds',
     ]);
     const [old] = renderDocument(1, [ev()], '2017-08-01').Events;
-    assert.deepEqual(Object.keys(old ?? {}), [
-      'EventId',
-      'EventStatus',
-      'EventType',
-      'ResourceType',
-      'Resources',
-      'NotBefore',
-    ]);
+    assert.deepEqual(Object.keys(old ?? {}), ['EventId', 'EventStatus', 'EventType', 'ResourceType', 'Resources', 'NotBefore']);
   });
 
   it('does not share the caller resources array', () => {

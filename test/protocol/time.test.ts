@@ -110,8 +110,7 @@ describe('parseEventTime', () => {
   it('rejects a weekday that does not match the date', () => {
     assert.throws(
       () => parseEventTime('Tue, 19 Sep 2016 18:29:47 GMT'),
-      (e: unknown) =>
-        e instanceof ProtocolError && e.message.includes('"Tue, 19 Sep 2016 18:29:47 GMT"') && e.message.includes('Mon'),
+      (e: unknown) => e instanceof ProtocolError && e.message.includes('"Tue, 19 Sep 2016 18:29:47 GMT"') && e.message.includes('Mon'),
     );
   });
 

@@ -13,10 +13,8 @@ import {
 } from '../../src/protocol/versions.js';
 import type { EventType } from '../../src/protocol/types.js';
 
-const MISSING =
-  'Bad request. api-version was not specified in the request. For more information refer to aka.ms/azureimds';
-const INVALID =
-  'Bad request. api-version is invalid or was not specified in the request. For more information refer to aka.ms/azureimds';
+const MISSING = 'Bad request. api-version was not specified in the request. For more information refer to aka.ms/azureimds';
+const INVALID = 'Bad request. api-version is invalid or was not specified in the request. For more information refer to aka.ms/azureimds';
 const NEWEST3 = ['2020-07-01', '2019-08-01', '2019-04-01'];
 
 // The SPEC table, row by row, written out by hand rather than derived.
@@ -99,10 +97,7 @@ const EXPECTED: Record<
 
 describe('API_VERSIONS', () => {
   it('lists the seven seed versions, oldest first', () => {
-    assert.deepEqual(
-      [...API_VERSIONS],
-      ['2017-03-01', '2017-08-01', '2017-11-01', '2019-01-01', '2019-04-01', '2019-08-01', '2020-07-01'],
-    );
+    assert.deepEqual([...API_VERSIONS], ['2017-03-01', '2017-08-01', '2017-11-01', '2019-01-01', '2019-04-01', '2019-08-01', '2020-07-01']);
     assert.deepEqual([...API_VERSIONS].sort(), [...API_VERSIONS]);
   });
 

@@ -4,8 +4,8 @@ import type { TargetedSubmitEvent } from 'preact';
 import { useApi } from '../context.js';
 import { Picker, usePick } from './Picker.js';
 import type { AdvanceBody, FaultBody, FaultResponse, OperationBody } from '../../emulator/control/schemas.js';
-import { HOST_OPERATIONS, OPERATION_TYPES, type OperationType } from '../../emulator/engine/operations.js';
-import type { Fault, FleetResponse, ScenarioInfo, ScenarioRun } from '../api.js';
+import { HOST_OPERATIONS, OPERATION_TYPES, type OperationType } from '../../protocol/control.js';
+import type { ClockResponse, Fault, FleetResponse, ScenarioInfo, ScenarioRun } from '../api.js';
 
 /** Runs one control call; the App reports its outcome and keeps buttons disabled meanwhile. */
 export type Run = (what: string, call: () => Promise<unknown>) => Promise<boolean>;
@@ -20,7 +20,13 @@ function targetsOf(type: OperationType): Target[] {
 
 const TARGET_LABEL: Record<Target, string> = { vms: 'Selected VMs', host: 'A host', tenant: 'A tenant' };
 
-export function OperationForm({ fleet, selected, now, run, busy }: {
+export function OperationForm({
+  fleet,
+  selected,
+  now,
+  run,
+  busy,
+}: {
   fleet: FleetResponse | null;
   selected: ReadonlySet<string>;
   now: number;
@@ -88,11 +94,26 @@ export function OperationForm({ fleet, selected, now, run, busy }: {
         <summary>More options</summary>
         <label>
           NotBefore in (minutes){' '}
-          <input type="number" min="0" step="any" inputMode="decimal" value={noticeMinutes} placeholder="minimum notice" onInput={(e) => setNoticeMinutes(e.currentTarget.value)} />
+          <input
+            type="number"
+            min="0"
+            step="any"
+            inputMode="decimal"
+            value={noticeMinutes}
+            placeholder="minimum notice"
+            onInput={(e) => setNoticeMinutes(e.currentTarget.value)}
+          />
         </label>
         <label>
           DurationInSeconds{' '}
-          <input type="number" min="-1" step="1" value={durationSeconds} placeholder="default" onInput={(e) => setDurationSeconds(e.currentTarget.value)} />
+          <input
+            type="number"
+            min="-1"
+            step="1"
+            value={durationSeconds}
+            placeholder="default"
+            onInput={(e) => setDurationSeconds(e.currentTarget.value)}
+          />
         </label>
         <label>
           Description <input type="text" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
@@ -175,12 +196,18 @@ export function FaultForm({ fleet, faults, run, busy }: { fleet: FleetResponse |
           <ul class="faults" aria-label="Pending faults">
             {faults.map((f) => (
               <li key={f.id}>
-                {f.vm ?? 'any VM'}: {[f.status !== null && `${f.status}`, f.latencyMs > 0 && `+${f.latencyMs} ms`, f.drop && 'drop'].filter(Boolean).join(', ')} ·{' '}
-                {f.remaining} left
+                {f.vm ?? 'any VM'}:{' '}
+                {[f.status !== null && `${f.status}`, f.latencyMs > 0 && `+${f.latencyMs} ms`, f.drop && 'drop'].filter(Boolean).join(', ')}{' '}
+                · {f.remaining} left
               </li>
             ))}
           </ul>
-          <button type="button" class="secondary" disabled={busy} onClick={() => void run('clear faults', () => api.request('DELETE', '/v1/faults'))}>
+          <button
+            type="button"
+            class="secondary"
+            disabled={busy}
+            onClick={() => void run('clear faults', () => api.request('DELETE', '/v1/faults'))}
+          >
             Clear faults
           </button>
         </div>
@@ -247,7 +274,7 @@ const ADVANCE_PRESETS: readonly [string, number][] = [
   ['+1 h', 3600],
 ];
 
-export function ClockControls({ mode, run, busy }: { mode: 'system' | 'manual' | undefined; run: Run; busy: boolean }) {
+export function ClockControls({ mode, run, busy }: { mode: ClockResponse['mode'] | undefined; run: Run; busy: boolean }) {
   const [seconds, setSeconds] = useState('60');
   const api = useApi();
   if (mode !== 'manual') {
@@ -268,7 +295,14 @@ export function ClockControls({ mode, run, busy }: { mode: 'system' | 'manual' |
     >
       <div class="row">
         {ADVANCE_PRESETS.map(([label, s]) => (
-          <button key={label} type="button" class="secondary" disabled={busy} onClick={() => advance(s)} aria-label={`Advance the clock ${label.slice(1)}`}>
+          <button
+            key={label}
+            type="button"
+            class="secondary"
+            disabled={busy}
+            onClick={() => advance(s)}
+            aria-label={`Advance the clock ${label.slice(1)}`}
+          >
             {label}
           </button>
         ))}

@@ -31,22 +31,19 @@ export function App() {
   const [busy, setBusy] = useState(false);
   const [notice, setNotice] = useState<Notice | null>(null);
 
-  const run: Run = useCallback(
-    async (what, call) => {
-      setBusy(true);
-      try {
-        await call();
-        setNotice({ kind: 'ok', text: `Done: ${what}.` });
-        return true;
-      } catch (err) {
-        setNotice({ kind: 'error', text: `Could not ${what}: ${err instanceof Error ? err.message : String(err)}` });
-        return false;
-      } finally {
-        setBusy(false);
-      }
-    },
-    [],
-  );
+  const run: Run = useCallback(async (what, call) => {
+    setBusy(true);
+    try {
+      await call();
+      setNotice({ kind: 'ok', text: `Done: ${what}.` });
+      return true;
+    } catch (err) {
+      setNotice({ kind: 'error', text: `Could not ${what}: ${err instanceof Error ? err.message : String(err)}` });
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
 
   const toggle = (vm: string) =>
     setSelected((s) => {
@@ -100,15 +97,14 @@ export function App() {
 
       <main class="grid">
         <Panel id="fleet" title="Fleet" className="area-fleet">
-          <FleetView
-            fleet={model.fleet}
-            selected={selected}
-            onToggle={toggle}
-            onSelectOnly={(vms) => setSelected(new Set(vms))}
-          />
+          <FleetView fleet={model.fleet} selected={selected} onToggle={toggle} onSelectOnly={(vms) => setSelected(new Set(vms))} />
         </Panel>
 
-        <Panel id="events" title={`Events${model.events.length > 0 ? ` (${scheduled} Scheduled, ${model.events.length - scheduled} Started)` : ''}`} className="area-events">
+        <Panel
+          id="events"
+          title={`Events${model.events.length > 0 ? ` (${scheduled} Scheduled, ${model.events.length - scheduled} Started)` : ''}`}
+          className="area-events"
+        >
           <EventsView
             events={model.events}
             tenantVms={new Map(model.fleet?.tenants.map((t) => [t.name, t.vms]) ?? [])}
@@ -139,7 +135,12 @@ export function App() {
           <h3>Fault</h3>
           <FaultForm fleet={model.fleet} faults={model.faults} run={run} busy={busy} />
           <h3>Reset</h3>
-          <button type="button" class="secondary" disabled={busy} onClick={() => void run('reset the emulator', () => api.request('POST', '/v1/reset'))}>
+          <button
+            type="button"
+            class="secondary"
+            disabled={busy}
+            onClick={() => void run('reset the emulator', () => api.request('POST', '/v1/reset'))}
+          >
             Reset to the start fleet
           </button>
         </Panel>

@@ -15,7 +15,12 @@ interface Props {
 }
 
 export function EventsView({ events, tenantVms, now, busy, onApprove, onCancel, onComplete }: Props) {
-  if (events.length === 0) return <p class="muted" data-empty="events">No live events.</p>;
+  if (events.length === 0)
+    return (
+      <p class="muted" data-empty="events">
+        No live events.
+      </p>
+    );
   return (
     <div class="scroll">
       <table class="events">
@@ -110,33 +115,33 @@ function EventRow({
       </td>
       <td data-label="Actions">
         <div class="actions">
-        {scheduled && (
-          <div class="approve">
-            <label for={approverId} class="sr-only">
-              Approve as
-            </label>
-            <select id={approverId} value={approver} onChange={(ev) => setApprover(ev.currentTarget.value)}>
-              {approvers.map((vm) => (
-                <option key={vm} value={vm}>
-                  {vm}
-                </option>
-              ))}
-            </select>
-            <button type="button" disabled={busy || approver === ''} onClick={() => onApprove(e.id, approver)}>
-              Approve
+          {scheduled && (
+            <div class="approve">
+              <label for={approverId} class="sr-only">
+                Approve as
+              </label>
+              <select id={approverId} value={approver} onChange={(ev) => setApprover(ev.currentTarget.value)}>
+                {approvers.map((vm) => (
+                  <option key={vm} value={vm}>
+                    {vm}
+                  </option>
+                ))}
+              </select>
+              <button type="button" disabled={busy || approver === ''} onClick={() => onApprove(e.id, approver)}>
+                Approve
+              </button>
+            </div>
+          )}
+          {scheduled && (
+            <button type="button" class="secondary" disabled={busy} onClick={() => onCancel(e.id)}>
+              Cancel
             </button>
-          </div>
-        )}
-        {scheduled && (
-          <button type="button" class="secondary" disabled={busy} onClick={() => onCancel(e.id)}>
-            Cancel
-          </button>
-        )}
-        {!scheduled && (
-          <button type="button" class="secondary" disabled={busy} onClick={() => onComplete(e.id)}>
-            Complete now
-          </button>
-        )}
+          )}
+          {!scheduled && (
+            <button type="button" class="secondary" disabled={busy} onClick={() => onComplete(e.id)}>
+              Complete now
+            </button>
+          )}
         </div>
       </td>
     </tr>

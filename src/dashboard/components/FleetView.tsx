@@ -43,7 +43,9 @@ export function FleetView({ fleet, selected, onToggle, onSelectOnly }: Props) {
                 <div class="tenant-head">
                   <span class="tenant-name">{name}</span>
                   <span class="muted">
-                    {t.kind === 'gone' ? 'no VMs left' : `${t.kind}, ${t.faultDomainCount} fault domain${t.faultDomainCount === 1 ? '' : 's'}`}
+                    {t.kind === 'gone'
+                      ? 'no VMs left'
+                      : `${t.kind}, ${t.faultDomainCount} fault domain${t.faultDomainCount === 1 ? '' : 's'}`}
                   </span>
                   {live.length > 1 && (
                     <button type="button" class="link" onClick={() => onSelectOnly(live)} aria-label={`Select every VM of ${name}`}>

@@ -7,7 +7,17 @@ export function usePick(options: readonly string[]): [string, (name: string) => 
   return [options.includes(picked) ? picked : (options[0] ?? ''), setPicked];
 }
 
-export function Picker({ label, value, options, onPick }: { label: string; value: string; options: readonly string[]; onPick(name: string): void }) {
+export function Picker({
+  label,
+  value,
+  options,
+  onPick,
+}: {
+  label: string;
+  value: string;
+  options: readonly string[];
+  onPick(name: string): void;
+}) {
   return (
     <label>
       {label}{' '}

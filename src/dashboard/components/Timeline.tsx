@@ -72,7 +72,7 @@ export function Timeline({ fleet, events, history, now }: Props) {
   const end = Math.max(now, ...all.map((s) => s.end));
   const width = Math.max(end - start, 1000);
   const x = (t: number) => ((t - start) / width) * 100;
-  const stepMs = 1000 * (STEPS_S.find((s) => (width / 1000) / s <= 6) ?? STEPS_S[STEPS_S.length - 1]!);
+  const stepMs = 1000 * (STEPS_S.find((s) => width / 1000 / s <= 6) ?? STEPS_S[STEPS_S.length - 1]!);
   const ticks: number[] = [];
   for (let t = Math.ceil(start / stepMs) * stepMs; t <= end; t += stepMs) ticks.push(t);
   const rows = rowOrder(fleet, new Set(all.map((s) => s.vm)));

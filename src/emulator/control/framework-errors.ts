@@ -3,6 +3,7 @@
 // the control API's one error shape, `{"error": "…"}`, never fastify's {statusCode, code, error, message}.
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { errorBody, INTERNAL_ERROR_MESSAGE } from '../error-map.js';
 
 /** Fastify's `maxParamLength`: a VM name is at most 80 characters, so a longer segment names nothing. */
 export const MAX_PARAM_LENGTH = 100;
@@ -11,15 +12,15 @@ export const MAX_PARAM_LENGTH = 100;
 export function onControlFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   const path = (request.raw.url ?? '/').split('?')[0]!;
   if (error.code === 'FST_ERR_BAD_URL') {
-    void reply.code(400).send({ error: `the URL ${JSON.stringify(path)} is not valid: it has a malformed %-escape` });
+    void reply.code(400).send(errorBody(`the URL ${JSON.stringify(path)} is not valid: it has a malformed %-escape`));
     return;
   }
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    void reply.code(414).send({ error: `a segment of the path is longer than ${MAX_PARAM_LENGTH} characters; no name is that long` });
+    void reply.code(414).send(errorBody(`a segment of the path is longer than ${MAX_PARAM_LENGTH} characters; no name is that long`));
     return;
   }
   request.log.error({ err: error }, 'control API request failed in the framework');
-  void reply.code(500).send({ error: 'internal error in the emulator; see its log' });
+  void reply.code(500).send(errorBody(INTERNAL_ERROR_MESSAGE));
 }
 
 const CLIENT_ERRORS: Readonly<Record<string, [number, string, string]>> = {
@@ -32,7 +33,7 @@ export function onControlClientError(error: Error & { code?: string }, socket: S
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, reason, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP'];
   if (socket.writable) {
-    const body = JSON.stringify({ error: message });
+    const body = JSON.stringify(errorBody(message));
     socket.write(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

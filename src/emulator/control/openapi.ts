@@ -3,9 +3,10 @@ import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { API_VERSIONS, LATEST_API_VERSION } from '../../protocol/versions.js';
 import { PAGE_PARAMETERS, STATUS_PARAMETER } from './page-query.js';
-import { registry } from './schemas.js';
+import { registry, STREAM_INCLUDES } from './schemas.js';
 import { DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER_KIB } from './stream.js';
 import { MAX_FLEET_VMS } from '../fleet-file.js';
+import { BODY_LIMIT_TEXT } from '../limits.js';
 
 type Json = Record<string, unknown>;
 
@@ -43,6 +44,12 @@ export const ROUTES: readonly RouteDoc[] = [
     path: '/v1/vms/:name',
     summary: 'Remove a VM at once, with no event',
     responses: { 200: 'Vm', 404: 'Error' },
+  },
+  {
+    method: 'POST',
+    path: '/v1/vms/:name/start',
+    summary: 'Start a VM a Spot eviction deallocated: it runs and gets events again',
+    responses: { 200: 'Vm', 404: 'Error', 409: 'Error' },
   },
   {
     method: 'GET',
@@ -102,7 +109,8 @@ export const ROUTES: readonly RouteDoc[] = [
   {
     method: 'POST',
     path: '/v1/events/:id/approve',
-    summary: 'Approve an event on behalf of a VM, as its POST to IMDS would: 404 for an unknown VM, 400 if it cannot see the event, 409 once the event has ended',
+    summary:
+      'Approve an event on behalf of a VM, as its POST to IMDS would: 404 for an unknown VM, 400 if it cannot see the event, 409 once the event has ended',
     body: 'ApproveBody',
     responses: { 200: 'EventEnvelope', 400: 'Error', 404: 'Error', 409: 'Error' },
   },
@@ -152,11 +160,19 @@ export const ROUTES: readonly RouteDoc[] = [
       400: 'Error',
       404: 'Error',
       409: json('Error', "timing differs from the emulator's"),
-      413: json('Error', `Body larger than 1 MiB, or a fleet of more VMs than one request may build (--max-request-vms, ${MAX_FLEET_VMS} by default)`),
+      413: json(
+        'Error',
+        `Body larger than ${BODY_LIMIT_TEXT}, or a fleet of more VMs than one request may build (--max-request-vms, ${MAX_FLEET_VMS} by default)`,
+      ),
     },
   },
   { method: 'GET', path: '/v1/scenarios', summary: 'The built-in scenarios', responses: { 200: 'ScenarioList' } },
-  { method: 'GET', path: '/v1/scenarios/:id', summary: 'A scenario run and its report so far', responses: { 200: 'ScenarioRun', 404: 'Error' } },
+  {
+    method: 'GET',
+    path: '/v1/scenarios/:id',
+    summary: 'A scenario run and its report so far',
+    responses: { 200: 'ScenarioRun', 404: 'Error' },
+  },
   {
     method: 'POST',
     path: '/v1/scenarios/:id/cancel',
@@ -177,7 +193,7 @@ export const ROUTES: readonly RouteDoc[] = [
         in: 'query',
         required: false,
         description: '`changes` adds a `changed` event (data: StreamChanged) after each burst of changes of any kind',
-        schema: { type: 'string', enum: ['changes'] },
+        schema: { type: 'string', enum: [...STREAM_INCLUDES] },
       },
     ],
     responses: {
@@ -207,13 +223,13 @@ export const ROUTES: readonly RouteDoc[] = [
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK',
   201: 'Created',
-  400: 'Bad request: the message names the field',
+  400: 'Bad request: the message names the field (and so does `field`, with `Prefer: error-field`)',
   401: 'Missing or wrong bearer token',
   403: 'Sent by another web page (Origin, Sec-Fetch-Site) or to a Host name that is neither loopback nor allowed (--allow-host); the message says which',
   404: 'Unknown VM, host, tenant, event or route',
   405: 'The path does not take this method',
   409: 'Conflicts with the current state',
-  413: 'Body larger than 1 MiB',
+  413: `Body larger than ${BODY_LIMIT_TEXT}`,
   415: 'Body is not application/json',
   503: 'The change was made in memory but could not be saved to the state file (--state); the message names the file and the cause',
 };
@@ -259,7 +275,7 @@ function operation(route: RouteDoc, secured: boolean, durable: boolean): Json {
   if (secured) responses['401'] = json('Error', STATUS_TEXT[401]!);
   // Without a token the request guard answers instead; with one, the token decides.
   else responses['403'] = json('Error', STATUS_TEXT[403]!);
-  const params = [...(route.path.matchAll(/:([A-Za-z_]\w*)/g))].map((m) => ({
+  const params = [...route.path.matchAll(/:([A-Za-z_]\w*)/g)].map((m) => ({
     name: m[1],
     in: 'path',
     required: true,
@@ -275,9 +291,7 @@ function operation(route: RouteDoc, secured: boolean, durable: boolean): Json {
       .map((s) => s[0]!.toUpperCase() + s.slice(1))
       .join('')}`,
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(route.body !== undefined
-      ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body) } } } }
-      : {}),
+    ...(route.body !== undefined ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body) } } } } : {}),
     responses,
   };
 }
@@ -308,8 +322,9 @@ export function buildOpenApiDocument(options: { secured?: boolean; durable?: boo
       version: packageVersion(),
       description:
         'Drives the local Scheduled Events emulator: fleet, maintenance operations, events, clock, faults. ' +
-        'Every error is {"error": "..."}; an unknown route gets 404 and a known path with the wrong method 405. ' +
-        'Without a token, a request sent by another web page (an Origin other than the API\'s own, or Sec-Fetch-Site cross-site or same-site) ' +
+        'Every error is {"error": "..."}; a request sent with `Prefer: error-field` also gets "field" when one request field or query parameter ' +
+        'is at fault (a path such as "notBefore", "vms[1]" or "scenario.steps[2].at"). An unknown route gets 404 and a known path with the wrong method 405. ' +
+        "Without a token, a request sent by another web page (an Origin other than the API's own, or Sec-Fetch-Site cross-site or same-site) " +
         'or to a Host name that is neither loopback nor allowed with --allow-host gets 403; with a token, the token decides.',
     },
     paths,

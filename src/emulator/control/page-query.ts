@@ -33,7 +33,7 @@ function single(query: unknown, name: string): string | undefined {
   const value = typeof query === 'object' && query !== null ? (query as Record<string, unknown>)[name] : undefined;
   if (value === undefined) return undefined;
   // A repeated parameter arrives as an array: which one was meant is anybody's guess.
-  if (typeof value !== 'string') throw invalid(`${name}: give it once, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string') throw invalid(`${name}: give it once, got ${JSON.stringify(value)}`, name);
   return value;
 }
 

@@ -3,6 +3,7 @@
 // and a DNS-rebinding name makes the browser treat the API as that site's own (Host).
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { errorBody } from '../error-map.js';
 
 /** What the guard looks at in a request; a plain object so the rules can be tested without a server. */
 export interface RequestFacts {
@@ -104,7 +105,8 @@ export function refusal(facts: RequestFacts, allowHosts: readonly string[], toke
     const m = HOST_HEADER.exec(facts.host);
     const name = m ? canonicalName(m[1]!) : undefined;
     if (name === undefined || name === '') return `Host "${facts.host}" is not a host name or address`;
-    const allowed = isLoopbackName(name) || allowHosts.some((entry) => canonicalEntry(entry) === name) || name === canonicalAddress(facts.localAddress);
+    const allowed =
+      isLoopbackName(name) || allowHosts.some((entry) => canonicalEntry(entry) === name) || name === canonicalAddress(facts.localAddress);
     if (!allowed) {
       return (
         `Host "${facts.host}" is not a loopback name or address, nor one this emulator was told to allow: ` +
@@ -193,6 +195,6 @@ export function registerRequestGuard(app: FastifyInstance, options: RequestGuard
     const why = refusal(factsOf(request), options.allowHosts, options.tokenDecides !== undefined);
     if (why === undefined) return;
     reply.code(403);
-    return reply.send({ error: why });
+    return reply.send(errorBody(why));
   });
 }

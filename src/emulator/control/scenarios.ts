@@ -10,7 +10,8 @@ import { builtinScenarioNames, builtinScenarios, loadBuiltinScenario } from '../
 import { ScenarioError, scenarioFromObject } from '../scenarios/load.js';
 import { MAX_FLEET_VMS, requestFleetTooBig } from '../fleet-file.js';
 import { runScenario } from '../scenarios/runner.js';
-import { ScenarioBody, describeIssues, type ScenarioRun } from './schemas.js';
+import { HttpError } from '../error-map.js';
+import { ScenarioBody, describeIssues, issuesField, type ScenarioRun } from './schemas.js';
 
 /** Finished runs kept for GET; the oldest go first. */
 const MAX_FINISHED_RUNS = 20;
@@ -30,8 +31,6 @@ export interface ScenarioRuns {
   stopAll(): Promise<void>;
 }
 
-const fail = (statusCode: number, message: string) => Object.assign(new Error(message), { statusCode });
-
 export interface ScenarioRouteOptions {
   /** The most VMs a posted scenario's fleet may have; MAX_FLEET_VMS by default. */
   maxRequestVms?: number | undefined;
@@ -45,7 +44,8 @@ export function registerScenarioRoutes(
   options: ScenarioRouteOptions = {},
 ): ScenarioRuns {
   const maxRequestVms = options.maxRequestVms ?? MAX_FLEET_VMS;
-  if (!Number.isSafeInteger(maxRequestVms) || maxRequestVms < 1) throw new RangeError(`maxRequestVms must be a whole number of 1 or more, got ${maxRequestVms}`);
+  if (!Number.isSafeInteger(maxRequestVms) || maxRequestVms < 1)
+    throw new RangeError(`maxRequestVms must be a whole number of 1 or more, got ${maxRequestVms}`);
   const { engine, faults, rateLimiter } = ctx;
   const runs = new Map<string, RunEntry>();
   const json = (entry: RunEntry): ScenarioRun => ({ run: entry.run, status: entry.status, report: entry.report });
@@ -60,32 +60,38 @@ export function registerScenarioRoutes(
 
   app.post('/v1/scenarios', async (request, reply) => {
     const parsed = Body.safeParse(request.body);
-    if (!parsed.success) throw fail(400, describeIssues(parsed.error.issues, request.body));
+    if (!parsed.success) throw new HttpError(400, describeIssues(parsed.error.issues, request.body), issuesField(parsed.error.issues));
     const body = parsed.data;
     if ((body.name === undefined) === (body.scenario === undefined)) {
-      throw fail(400, 'give exactly one of "name" (a built-in scenario) or "scenario" (a scenario object)');
+      throw new HttpError(400, 'give exactly one of "name" (a built-in scenario) or "scenario" (a scenario object)');
     }
     if (body.timing !== undefined) {
       const factor = typeof body.timing === 'number' ? body.timing : parseTimingFactor(body.timing);
       if (factor !== engine.timing.factor) {
-        throw fail(409, `this emulator runs at timing x${engine.timing.factor}, not x${factor}; restart it with --timing ${body.timing}, or leave timing out`);
+        throw new HttpError(
+          409,
+          `this emulator runs at timing x${engine.timing.factor}, not x${factor}; restart it with --timing ${body.timing}, or leave timing out`,
+          'timing',
+        );
       }
     }
     let scenario: Scenario;
     if (body.name !== undefined) {
       const builtin = loadBuiltinScenario(body.name);
-      if (!builtin) throw fail(404, `no built-in scenario named '${body.name}'; built-ins: ${builtinScenarioNames().join(', ')}`);
+      if (!builtin)
+        throw new HttpError(404, `no built-in scenario named '${body.name}'; built-ins: ${builtinScenarioNames().join(', ')}`, 'name');
       scenario = builtin;
     } else {
       // Counted on the raw body before anything is parsed or generated: a few bytes can ask for a million VMs.
       const fleet = typeof body.scenario === 'object' && body.scenario !== null ? (body.scenario as { fleet?: unknown }).fleet : undefined;
       const tooBig = requestFleetTooBig(fleet, maxRequestVms);
-      if (tooBig) throw fail(413, `scenario.fleet: ${tooBig}`);
+      if (tooBig) throw new HttpError(413, `scenario.fleet: ${tooBig}`, ['scenario', 'fleet']);
       try {
         scenario = scenarioFromObject(body.scenario);
       } catch (err) {
         if (!(err instanceof ScenarioError)) throw err;
-        throw fail(400, `scenario${err.path === '' ? '' : err.path.startsWith('[') ? err.path : `.${err.path}`}: ${err.problem}`);
+        const field = `scenario${err.path === '' ? '' : err.path.startsWith('[') ? err.path : `.${err.path}`}`;
+        throw new HttpError(400, `${field}: ${err.problem}`, field);
       }
     }
     // Checking and installing a fleet are each synchronous: let waiting IMDS requests in between the two.
@@ -130,15 +136,15 @@ export function registerScenarioRoutes(
 
   app.get<{ Params: { id: string } }>('/v1/scenarios/:id', async (request) => {
     const entry = runs.get(request.params.id.toLowerCase());
-    if (!entry) throw fail(404, `no scenario run with id ${request.params.id}`);
+    if (!entry) throw new HttpError(404, `no scenario run with id ${request.params.id}`);
     return json(entry);
   });
 
   // [choice] Cancelling stops the run between steps and keeps what it did (events it created stay); 409 once it has ended.
   app.post<{ Params: { id: string } }>('/v1/scenarios/:id/cancel', async (request) => {
     const entry = runs.get(request.params.id.toLowerCase());
-    if (!entry) throw fail(404, `no scenario run with id ${request.params.id}`);
-    if (entry.controller === null) throw fail(409, `scenario run ${entry.run} has already ended: ${entry.status}`);
+    if (!entry) throw new HttpError(404, `no scenario run with id ${request.params.id}`);
+    if (entry.controller === null) throw new HttpError(409, `scenario run ${entry.run} has already ended: ${entry.status}`);
     entry.controller.abort();
     await entry.done;
     return json(entry);

@@ -2,9 +2,22 @@
 import { z } from 'zod';
 import { API_VERSIONS } from '../../protocol/versions.js';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
-import { PRIORITIES, TENANT_KINDS } from '../engine/fleet.js';
-import { OPERATION_TYPES } from '../engine/operations.js';
+import {
+  ACTIVATION_MODES,
+  ACTIVATION_STATUSES,
+  CLOCK_MODES,
+  OPERATION_TYPES,
+  START_CAUSES,
+  STEP_STATUSES,
+  type ControlErrorBody,
+} from '../../protocol/control.js';
+import type { ActivationOptions, ActivationStatus } from '../engine/activation.js';
+import type { ClockMode } from '../../shared/clock.js';
+import { OPERATION_STATUSES, type StartCause } from '../engine/engine.js';
+import { formatFieldPath, type FieldPath } from '../engine/errors.js';
+import { EVICTION_POLICIES, POWER_STATES, PRIORITIES, TENANT_KINDS } from '../engine/fleet.js';
 import type { StepStatus } from '../engine/rolling.js';
+import { TIMING_PROFILES } from '../engine/timing.js';
 import { VM_STATES } from '../engine/vm-state.js';
 import { FAULT_STATUSES } from '../faults.js';
 import { ScenarioDocumentSchema, ScenarioReportSchema } from '../scenarios/format.js';
@@ -21,10 +34,23 @@ export const MAX_DESCRIPTION_LENGTH = 1000;
 const isoTime = z.string().meta({ description: 'ISO 8601 time in UTC', examples: ['2024-01-01T00:15:00.000Z'] });
 const isoTimeOrNull = z.union([isoTime, z.null()]);
 
+/** The named `--timing` profiles, as the engine's table has them. */
+export const TIMING_PROFILE_NAMES = Object.keys(TIMING_PROFILES) as (keyof typeof TIMING_PROFILES)[];
+
+// The control contract's lists (src/protocol/control.ts) against the engine's types: a member missing
+// on either side fails to compile, so the two cannot drift apart.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _contractMatchesEngine: [
+  Same<(typeof CLOCK_MODES)[number], ClockMode>,
+  Same<(typeof ACTIVATION_MODES)[number], ActivationOptions['mode']>,
+  Same<(typeof ACTIVATION_STATUSES)[number], ActivationStatus>,
+  Same<(typeof START_CAUSES)[number], StartCause>,
+  Same<(typeof STEP_STATUSES)[number], StepStatus>,
+] = [true, true, true, true, true];
+
 // ---- request bodies ----------------------------------------------------------
 
-export const VmBody = VmSpecSchema
-  .register(registry, { id: 'VmBody', description: 'A VM to add; only name is required' });
+export const VmBody = VmSpecSchema.register(registry, { id: 'VmBody', description: 'A VM to add; only name is required' });
 export type VmBody = z.infer<typeof VmBody>;
 
 export const OperationBody = z
@@ -71,8 +97,20 @@ export type FaultBody = z.infer<typeof FaultBody>;
 // ---- responses (documentation and handler return types) ----------------------
 
 export const ErrorResponse = z
-  .object({ error: z.string() })
+  .object({
+    error: z.string().meta({ description: 'What is wrong, naming the field or parameter when one is at fault' }),
+    field: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          'Only for a request sent with `Prefer: error-field`: the request field or query parameter at fault, as a path ' +
+          '(`notBefore`, `vms[1]`, `scenario.steps[2].at`); absent when no single one is',
+        examples: ['faultDomain'],
+      }),
+  })
   .register(registry, { id: 'Error', description: 'Every control API error' });
+const _errorIsTheContract: Same<z.infer<typeof ErrorResponse>, ControlErrorBody> = true;
 
 export const ImdsErrorResponse = z
   .object({ error: z.string(), 'newest-versions': z.array(z.enum(API_VERSIONS)) })
@@ -89,6 +127,11 @@ export const VmResponse = z
     host: z.string(),
     address: z.string().optional(),
     priority: z.enum(PRIORITIES),
+    evictionPolicy: z.enum(EVICTION_POLICIES).optional().meta({ description: 'Spot VMs only: what an eviction does to the VM' }),
+    powerState: z
+      .enum(POWER_STATES)
+      .optional()
+      .meta({ description: 'Absent while running; deallocated after a Spot eviction with policy Deallocate' }),
     terminateNotificationMinutes: z.int().optional(),
     osImageNotification: z.boolean(),
     gpu: z.boolean(),
@@ -102,7 +145,7 @@ export const VmResponse = z
     }),
     incarnation: z.int().meta({ description: 'The DocumentIncarnation the VM would see now' }),
     scheduledEvents: z
-      .enum(['enabled', 'enabling', 'disabled'])
+      .enum(ACTIVATION_STATUSES)
       .meta({ description: 'Whether the VM sees its events: always enabled unless the activation profile is realistic' }),
     lastRequestAt: isoTimeOrNull
       .optional()
@@ -142,13 +185,7 @@ export const FleetResponse = z
   .register(registry, { id: 'Fleet' });
 export type FleetResponse = z.infer<typeof FleetResponse>;
 
-const STEP_STATUSES = ['pending', 'scheduled', 'started', 'done', 'skipped', 'cancelled'] as const satisfies readonly StepStatus[];
-// Fails to compile if the engine gains a step status this list lacks.
-const _allStepStatuses: readonly (typeof STEP_STATUSES)[number][] = [] as StepStatus[];
-
-const OperationStatus = z
-  .enum(['running', 'completed', 'cancelled'])
-  .meta({ description: 'Running while any of its events is live or still to come' });
+const OperationStatus = z.enum(OPERATION_STATUSES).meta({ description: 'Running while any of its events is live or still to come' });
 
 export const RollingStepResponse = z
   .object({
@@ -224,7 +261,7 @@ export const EventResponse = z
     notBefore: isoTime.meta({ description: 'The scheduled NotBefore; kept after the event Started' }),
     startedAt: isoTimeOrNull,
     endsAt: isoTimeOrNull,
-    startedBy: z.union([z.enum(['approval', 'notBefore', 'failure']), z.null()]),
+    startedBy: z.union([z.enum(START_CAUSES), z.null()]),
     approvals: z.array(z.object({ vm: z.string(), at: isoTime })),
     job: z
       .object({
@@ -232,8 +269,7 @@ export const EventResponse = z
         tenants: z.array(z.object({ tenant: z.string(), event: z.string(), approved: z.boolean() })),
       })
       .meta({
-        description:
-          'The job the event belongs to: a job on a shared host has one event per tenant and starts when every tenant approved',
+        description: 'The job the event belongs to: a job on a shared host has one event per tenant and starts when every tenant approved',
       }),
   })
   .register(registry, { id: 'Event', description: 'A live event with its internal state' });
@@ -241,10 +277,13 @@ export type EventResponse = z.infer<typeof EventResponse>;
 
 export const EventList = z.object({ events: z.array(EventResponse) }).register(registry, { id: 'EventList' });
 
+/** How an ended event ended. */
+export const ENDED_OUTCOMES = ['completed', 'cancelled'] as const;
+
 export const EndedEventResponse = EventResponse.omit({ job: true })
   .extend({
     endedAt: isoTime,
-    outcome: z.enum(['completed', 'cancelled']),
+    outcome: z.enum(ENDED_OUTCOMES),
   })
   .register(registry, { id: 'EndedEvent', description: 'An event that has ended, as it was when it ended' });
 export type EndedEventResponse = z.infer<typeof EndedEventResponse>;
@@ -272,9 +311,9 @@ export const DocumentResponse = z
 export const ClockResponse = z
   .object({
     now: isoTime,
-    mode: z.enum(['system', 'manual']),
+    mode: z.enum(CLOCK_MODES),
     factor: z.number(),
-    activation: z.enum(['off', 'realistic']).meta({ description: 'The Scheduled Events activation profile' }),
+    activation: z.enum(ACTIVATION_MODES).meta({ description: 'The Scheduled Events activation profile' }),
   })
   .register(registry, { id: 'Clock' });
 export type ClockResponse = z.infer<typeof ClockResponse>;
@@ -294,13 +333,13 @@ export type FaultResponse = z.infer<typeof FaultResponse>;
 export const FaultEnvelope = z.object({ fault: FaultResponse }).register(registry, { id: 'FaultEnvelope' });
 export const FaultList = z.object({ faults: z.array(FaultResponse) }).register(registry, { id: 'FaultList' });
 export const OkResponse = z.object({ ok: z.literal(true) }).register(registry, { id: 'Ok' });
-export const ClearedResponse = z
-  .object({ ok: z.literal(true), cleared: z.int() })
-  .register(registry, { id: 'Cleared' });
+export const ClearedResponse = z.object({ ok: z.literal(true), cleared: z.int() }).register(registry, { id: 'Cleared' });
 
 export const StreamHello = z.object({ now: isoTime }).register(registry, { id: 'StreamHello' });
 export const STREAM_TOPICS = ['engine', 'clock', 'faults', 'scenarios'] as const;
 export type StreamTopic = (typeof STREAM_TOPICS)[number];
+/** What GET /v1/stream?include= may add: `changed` frames. */
+export const STREAM_INCLUDES = ['changes'] as const;
 export const StreamChanged = z
   .object({
     now: isoTime,
@@ -318,22 +357,26 @@ export const StreamDocument = z
 
 // ---- scenarios (docs/scenarios.md) -------------------------------------------------
 
-export const ScenarioDocument = ScenarioDocumentSchema.register(registry, { id: 'Scenario', description: 'A scenario file as data; see docs/scenarios.md' });
+export const ScenarioDocument = ScenarioDocumentSchema.register(registry, {
+  id: 'Scenario',
+  description: 'A scenario file as data; see docs/scenarios.md',
+});
 export const ScenarioBody = z
   .strictObject({
     name: z.string().optional().meta({ description: 'A built-in scenario, as `forewarn scenario list` names it' }),
     scenario: ScenarioDocument.optional(),
     timing: z
-      .union([z.enum(['realistic', 'dev']), z.number().positive()])
+      .union([z.enum(TIMING_PROFILE_NAMES), z.number().positive()])
       .optional()
       .meta({ description: "Must match the emulator's own timing; the run uses the emulator's clock and timing" }),
   })
   .register(registry, { id: 'ScenarioBody', description: 'Exactly one of name or scenario' });
 export const ScenarioReport = ScenarioReportSchema.register(registry, { id: 'ScenarioReport' });
+export const SCENARIO_RUN_STATUSES = ['running', 'passed', 'failed', 'aborted'] as const;
 export const ScenarioRun = z
   .object({
     run: z.string(),
-    status: z.enum(['running', 'passed', 'failed', 'aborted']),
+    status: z.enum(SCENARIO_RUN_STATUSES),
     report: ScenarioReport,
   })
   .register(registry, { id: 'ScenarioRun', description: 'A scenario run and its report so far' });
@@ -344,14 +387,8 @@ export const ScenarioList = z
 
 // ---- validation messages -------------------------------------------------------
 
-function pathOf(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else out += out === '' ? String(key) : `.${String(key)}`;
-  }
-  return out;
-}
+const fieldPathOf = (path: readonly PropertyKey[]) => path.map((key) => (typeof key === 'number' ? key : String(key)));
+const pathOf = (path: readonly PropertyKey[]) => formatFieldPath(fieldPathOf(path));
 
 // zod's own prefixes ("Invalid input: …") add nothing once the field is named.
 const PREFIX = /^(?:Invalid input|Invalid option|Too big|Too small|Invalid string|Invalid number|Invalid value): /;
@@ -363,6 +400,16 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): { present: boole
     cur = (cur as Record<PropertyKey, unknown>)[key];
   }
   return { present: cur !== undefined };
+}
+
+/** The field of the first problem, as describeIssues names it; undefined for the body as a whole. */
+export function issuesField(issues: readonly z.core.$ZodIssue[]): FieldPath | undefined {
+  const first = issues[0];
+  if (first === undefined) return undefined;
+  const path = fieldPathOf(first.path);
+  // An unknown field is named by its own key.
+  if (first.code === 'unrecognized_keys' && first.keys[0] !== undefined) path.push(first.keys[0]);
+  return path.length === 0 ? undefined : path;
 }
 
 /** One line per problem, each naming the field: `vms[0]: expected string, received number`. */

@@ -3,24 +3,27 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { etagOf, ifNoneMatchHits } from '../../protocol/etag.js';
-import { renderDocument, serializeDocument } from '../../protocol/render.js';
+import { documentBody } from '../imds/document-cache.js';
 import { formatIso, parseEventTime } from '../../protocol/time.js';
 import { checkApiVersion, LATEST_API_VERSION } from '../../protocol/versions.js';
+import { isOneOf } from '../../protocol/control.js';
 import type { ControlContext } from '../context.js';
 import type { Engine, EngineEvent, JobMember, Operation } from '../engine/engine.js';
-import { EngineError } from '../engine/errors.js';
 import { vmToSpec, type Vm } from '../engine/fleet.js';
 import type { VmState } from '../engine/vm-state.js';
 import { DASHBOARD_PATHS, registerDashboard } from './dashboard.js';
 import { buildOpenApiDocument, ROUTES } from './openapi.js';
 import { pageQuery, statusQuery } from './page-query.js';
 import { registerRequestGuard } from './request-guard.js';
+import { controlErrorAnswer, errorBody, HttpError, INTERNAL_ERROR_MESSAGE } from '../error-map.js';
+import { BODY_LIMIT_BYTES } from '../limits.js';
 import { MAX_PARAM_LENGTH, onControlClientError, onControlFrameworkError } from './framework-errors.js';
 import {
   AdvanceBody,
   ApproveBody,
   describeIssues,
   FaultBody,
+  issuesField,
   OperationBody,
   VmBody,
   type ClockResponse,
@@ -31,12 +34,11 @@ import {
   type OperationResponse,
   type RollingStepResponse,
   type VmResponse,
+  STREAM_INCLUDES,
 } from './schemas.js';
 import { registerScenarioRoutes } from './scenarios.js';
 import { StreamHub } from './stream.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
-
-export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface ControlServerOptions {
   logger?: boolean | object;
@@ -52,22 +54,9 @@ export interface ControlServerOptions {
   maxRequestVms?: number | undefined;
 }
 
-/** An error whose status and message go to the client as they are. */
-export class HttpError extends Error {
-  constructor(
-    readonly statusCode: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HttpError';
-  }
-}
-
-const ENGINE_STATUS = { invalid: 400, 'not-found': 404, conflict: 409 } as const;
-
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body);
-  if (!result.success) throw new HttpError(400, describeIssues(result.error.issues, body));
+  if (!result.success) throw new HttpError(400, describeIssues(result.error.issues, body), issuesField(result.error.issues));
   return result.data;
 }
 
@@ -229,7 +218,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   let closing = false;
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;
-    return reply.code(503).header('connection', 'close').send({ error: 'the emulator is shutting down' });
+    return reply.code(503).header('connection', 'close').send(errorBody('the emulator is shutting down'));
   });
   const hub = new StreamHub(engine, {
     keepAliveMs: options.streamKeepAliveMs,
@@ -240,7 +229,11 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   });
   const expectedToken = ctx.token !== undefined && ctx.token !== '' ? digest(ctx.token) : null;
   // [choice] Every POST and DELETE under /v1/ is answered once what changed is saved (scenario runs too, for what they changed before the answer).
-  acknowledgeWhenDurable(app, ctx.durable, (request) => (request.method === 'POST' || request.method === 'DELETE') && request.url.startsWith('/v1/'));
+  acknowledgeWhenDurable(
+    app,
+    ctx.durable,
+    (request) => (request.method === 'POST' || request.method === 'DELETE') && request.url.startsWith('/v1/'),
+  );
   const openapi = buildOpenApiDocument({ secured: expectedToken !== null, durable: ctx.durable !== undefined });
 
   // Known paths, for telling 405 from 404.
@@ -274,7 +267,10 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   });
 
   // Other web pages and rebinding names are refused. [choice] With a token, the token decides for the API; the page stays guarded.
-  registerRequestGuard(app, { allowHosts: ctx.allowHosts ?? [], tokenDecides: expectedToken === null ? undefined : (r) => !isDashboardRequest(r) });
+  registerRequestGuard(app, {
+    allowHosts: ctx.allowHosts ?? [],
+    tokenDecides: expectedToken === null ? undefined : (r) => !isDashboardRequest(r),
+  });
 
   if (expectedToken !== null) {
     app.addHook('onRequest', async (request, reply) => {
@@ -282,7 +278,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
       if (isDashboardRequest(request)) return;
       if (tokenMatches(request.headers.authorization, expectedToken)) return;
       reply.header('www-authenticate', 'Bearer').code(401);
-      return reply.send({ error: 'missing or wrong bearer token' });
+      return reply.send(errorBody('missing or wrong bearer token'));
     });
   }
 
@@ -301,31 +297,19 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     const entry = known.find((k) => k.re.test(path));
     if (entry) {
       const allow = [...entry.methods].sort().join(', ');
-      return reply.code(405).header('allow', allow).send({ error: `${request.method} is not allowed on ${path}; use ${allow}` });
+      return reply
+        .code(405)
+        .header('allow', allow)
+        .send(errorBody(`${request.method} is not allowed on ${path}; use ${allow}`));
     }
-    return reply.code(404).send({ error: `no route ${request.method} ${path}` });
+    return reply.code(404).send(errorBody(`no route ${request.method} ${path}`));
   });
 
   app.setErrorHandler(async (error: unknown, request, reply) => {
-    if (error instanceof HttpError) return reply.code(error.statusCode).send({ error: error.message });
-    if (error instanceof EngineError) return reply.code(ENGINE_STATUS[error.code]).send({ error: error.message });
-    const e = error as { code?: unknown; statusCode?: unknown; message?: unknown };
-    switch (e.code) {
-      case 'FST_ERR_CTP_BODY_TOO_LARGE':
-        return reply.code(413).send({ error: `request body is larger than 1 MiB (${BODY_LIMIT_BYTES} bytes)` });
-      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': {
-        const type = request.headers['content-type'];
-        const what = type === undefined || type.trim() === '' ? 'a body without a content-type' : `content-type ${type}`;
-        return reply.code(415).send({
-          error: `${what} is not accepted; send application/json`,
-        });
-      }
-    }
-    if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
-      return reply.code(e.statusCode).send({ error: typeof e.message === 'string' ? e.message : 'bad request' });
-    }
+    const answer = controlErrorAnswer(error, { contentType: request.headers['content-type'], prefer: request.headers.prefer });
+    if (answer) return reply.code(answer.status).send(answer.body);
     request.log.error({ err: error }, 'control API handler failed');
-    return reply.code(500).send({ error: 'internal error in the emulator; see its log' });
+    return reply.code(500).send(errorBody(INTERNAL_ERROR_MESSAGE));
   });
 
   // ---- fleet ---------------------------------------------------------------------
@@ -338,15 +322,15 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     return reply.code(201).send(vmJson(ctx, vm));
   });
 
-  app.get<{ Params: { name: string } }>('/v1/vms/:name', async (request) =>
-    vmJson(ctx, engine.fleet.get(request.params.name), true),
-  );
+  app.get<{ Params: { name: string } }>('/v1/vms/:name', async (request) => vmJson(ctx, engine.fleet.get(request.params.name), true));
 
   app.delete<{ Params: { name: string } }>('/v1/vms/:name', async (request) => {
     const spec = vmJson(ctx, engine.fleet.get(request.params.name));
     engine.removeVm(request.params.name);
     return spec;
   });
+
+  app.post<{ Params: { name: string } }>('/v1/vms/:name/start', async (request) => vmJson(ctx, engine.startVm(request.params.name)));
 
   app.get<{ Params: { name: string } }>('/v1/vms/:name/document', async (request, reply) => {
     const raw = apiVersionOf(request.query);
@@ -357,7 +341,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     // As on the IMDS side: the current tag gets 304.
     const ifNoneMatch = request.headers['if-none-match'];
     if (ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, doc.incarnation)) return reply.code(304).send();
-    const body = serializeDocument(renderDocument(doc.incarnation, doc.events, check.version));
+    // The same bytes IMDS would send that VM, 2017-03-01's underscore rule included.
+    const body = documentBody(engine, doc, check.version);
     return reply.type('application/json; charset=utf-8').send(body);
   });
 
@@ -370,9 +355,9 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
       try {
         notBefore = parseEventTime(body.notBefore) ?? undefined;
       } catch (e) {
-        throw new HttpError(400, `notBefore: ${(e instanceof Error ? e.message : String(e)).replace(/^NotBefore /, '')}`);
+        throw new HttpError(400, `notBefore: ${(e instanceof Error ? e.message : String(e)).replace(/^NotBefore /, '')}`, 'notBefore');
       }
-      if (notBefore === undefined) throw new HttpError(400, 'notBefore: must be a time, not empty');
+      if (notBefore === undefined) throw new HttpError(400, 'notBefore: must be a time, not empty', 'notBefore');
     }
     const op = engine.createOperation({ ...body, notBefore });
     const created: OperationCreated = {
@@ -474,11 +459,15 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
 
   app.get('/v1/stream', (request, reply) => {
     const include = (request.query as Record<string, unknown>).include;
-    if (include !== undefined && include !== 'changes') {
-      return reply.code(400).send({ error: `include=${JSON.stringify(include)} is not known; the only value is "changes"` });
+    if (include !== undefined && !isOneOf(STREAM_INCLUDES, include)) {
+      throw new HttpError(
+        400,
+        `include=${JSON.stringify(include)} is not known; the only value is "${STREAM_INCLUDES.join('", "')}"`,
+        'include',
+      );
     }
     const refused = hub.refusal();
-    if (refused) return reply.code(503).header('retry-after', String(refused.retryAfterSeconds)).send({ error: refused.error });
+    if (refused) return reply.code(503).header('retry-after', String(refused.retryAfterSeconds)).send(errorBody(refused.error));
     reply.hijack();
     hub.open(reply.raw, { changes: include === 'changes' });
   });

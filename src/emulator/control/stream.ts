@@ -5,6 +5,7 @@ import { clearImmediate, clearInterval, setImmediate, setInterval } from 'node:t
 import { formatIso } from '../../protocol/time.js';
 import { renderDocument } from '../../protocol/render.js';
 import { LATEST_API_VERSION } from '../../protocol/versions.js';
+import { STREAM_RETRY_AFTER_SECONDS } from '../../protocol/control.js';
 import type { Engine } from '../engine/engine.js';
 import type { StreamTopic } from './schemas.js';
 
@@ -23,8 +24,8 @@ export const MAX_STREAMS_RANGE = { min: 1, max: 10_000 } as const;
 export const DEFAULT_STREAM_BUFFER_KIB = 1024;
 export const STREAM_BUFFER_KIB_RANGE = { min: 16, max: 1024 * 1024 } as const;
 
-/** [choice] What a refused stream is told to wait: the dashboard's longest retry delay. */
-export const STREAM_RETRY_AFTER_SECONDS = 5;
+// What a refused stream is told to wait is the control contract's (the dashboard waits as long).
+export { STREAM_RETRY_AFTER_SECONDS };
 
 export interface StreamOptions {
   keepAliveMs?: number | undefined;

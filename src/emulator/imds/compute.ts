@@ -63,7 +63,10 @@ export function computeMetadata(vm: Vm): MetadataNode {
         diskSizeGB: D.osDiskSizeGB,
         encryptionSettings: { enabled: no },
         image: { uri: '' },
-        managedDisk: { id: `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroupName}/providers/Microsoft.Compute/disks/${osDiskName}`, storageAccountType: D.storageAccountType },
+        managedDisk: {
+          id: `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroupName}/providers/Microsoft.Compute/disks/${osDiskName}`,
+          storageAccountType: D.storageAccountType,
+        },
         name: osDiskName,
         osType,
         vhd: { uri: '' },

@@ -22,7 +22,12 @@ export const INSTANCE_DEFAULTS = {
 /** A marketplace image per OS type, as imageReference shows it. */
 export const DEFAULT_IMAGES: Readonly<Record<OsType, { publisher: string; offer: string; sku: string; version: string }>> = {
   Linux: { publisher: 'Canonical', offer: '0001-com-ubuntu-server-jammy', sku: '22_04-lts-gen2', version: '22.04.202401010' },
-  Windows: { publisher: 'MicrosoftWindowsServer', offer: 'WindowsServer', sku: '2022-datacenter-azure-edition', version: '20348.2227.240104' },
+  Windows: {
+    publisher: 'MicrosoftWindowsServer',
+    offer: 'WindowsServer',
+    sku: '2022-datacenter-azure-edition',
+    version: '20348.2227.240104',
+  },
 };
 
 /** Microsoft's OUI, which Azure NICs carry. */

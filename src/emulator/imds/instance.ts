@@ -18,7 +18,8 @@ export function instanceMetadata(vm: Vm, version: string): MetadataNode {
   let versions = built.get(vm);
   if (versions === undefined) built.set(vm, (versions = new Map()));
   let tree = versions.get(version);
-  if (tree === undefined) versions.set(version, (tree = atVersion({ compute: computeMetadata(vm), network: networkMetadata(vm) }, '', version)));
+  if (tree === undefined)
+    versions.set(version, (tree = atVersion({ compute: computeMetadata(vm), network: networkMetadata(vm) }, '', version)));
   return tree;
 }
 
@@ -33,9 +34,7 @@ function atVersion(node: MetadataNode, path: string, version: string): MetadataN
   return out;
 }
 
-export type InstanceAnswer =
-  | { status: 200; contentType: 'json' | 'text'; body: string }
-  | { status: 400 | 404; error: string | null };
+export type InstanceAnswer = { status: 200; contentType: 'json' | 'text'; body: string } | { status: 400 | 404; error: string | null };
 
 /**
  * The answer for `rest` (the path below /metadata/instance, '' for the root) in `format`.
@@ -55,7 +54,9 @@ export function answerInstance(tree: MetadataNode, rest: string, format: unknown
   const leaf = typeof node === 'string';
   if (leaf && format !== 'text') return { status: 400, error: LEAF_NEEDS_TEXT };
   if (!leaf && format === 'text') return { status: 400, error: TEXT_NEEDS_LEAF };
-  return leaf ? { status: 200, contentType: 'text', body: node as string } : { status: 200, contentType: 'json', body: JSON.stringify(node) };
+  return leaf
+    ? { status: 200, contentType: 'text', body: node as string }
+    : { status: 200, contentType: 'json', body: JSON.stringify(node) };
 }
 
 function child(node: MetadataNode, segment: string): MetadataNode | undefined {

@@ -1,4 +1,5 @@
 // IMDS-style answers: always JSON `{"error": "..."}`, never fastify's default error shape.
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import {
   GONE,
@@ -12,6 +13,8 @@ import {
   imdsError,
   type ImdsErrorBody,
 } from '../../protocol/errors.js';
+import { ENGINE_ERROR_STATUS } from '../error-map.js';
+import type { EngineError } from '../engine/errors.js';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
@@ -44,6 +47,22 @@ export function sendError(reply: FastifyReply, status: number, message: string):
   sendJson(reply, status, serialized(message));
 }
 
+/** An engine refusal at the status every surface gives it (emulator/error-map.ts), in IMDS's own body: no `field`, as Azure has none. */
+export function sendEngineError(reply: FastifyReply, error: EngineError): void {
+  sendError(reply, ENGINE_ERROR_STATUS[error.code], error.message);
+}
+
 export function sendErrorBody(reply: FastifyReply, status: number, body: ImdsErrorBody): void {
   sendJson(reply, status, JSON.stringify(body));
+}
+
+/** sendJson for a bare node:http response (the GET fast path), with the same headers. */
+export function writeJson(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** sendEngineError for a bare node:http response. */
+export function writeEngineError(res: ServerResponse, error: EngineError): void {
+  writeJson(res, ENGINE_ERROR_STATUS[error.code], serialized(error.message));
 }

@@ -14,15 +14,17 @@ import { MAX_BODY_BYTES } from '../../protocol/errors.js';
 import { parseStartRequests } from '../../protocol/approval.js';
 import { checkApiVersion, checkInstanceApiVersion, featuresOf, type ApiVersion } from '../../protocol/versions.js';
 import type { ImdsContext } from '../context.js';
-import { EngineError, type EngineErrorCode } from '../engine/errors.js';
+import { EngineError } from '../engine/errors.js';
 import type { Fault } from '../faults.js';
 import { answerInstance, instanceMetadata } from './instance.js';
 import { versionsBody } from '../../protocol/instance-metadata.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 import { ifNoneMatchHits } from '../../protocol/etag.js';
 import { DocumentCache } from './document-cache.js';
-import { identify, type ImdsPath } from './identity.js';
-import { ERROR_BODIES, FAULT_BODIES, JSON_CONTENT_TYPE, sendError, sendErrorBody, sendJson } from './responses.js';
+import { eventsFastPath, placeBefore } from './fast-path.js';
+import { Identifier, type ImdsPath } from './identity.js';
+import { activationHoldMs, holdUntil, isMetadataTrue } from './request-rules.js';
+import { ERROR_BODIES, FAULT_BODIES, JSON_CONTENT_TYPE, sendEngineError, sendError, sendErrorBody, sendJson } from './responses.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -35,6 +37,8 @@ declare module 'fastify' {
 
 export interface ImdsServerOptions {
   logger?: boolean | object;
+  /** GET /metadata/scheduledevents on the bare node:http fast path; true by default. Off, fastify's routes answer every request (tests compare the two). */
+  fastPath?: boolean;
 }
 
 const EVENTS: ImdsPath = '/metadata/scheduledevents';
@@ -54,13 +58,12 @@ const KEEP_ALIVE_MS = 65_000;
 /** VM names are at most 80 characters; this only has to be above that so long names get a useful 404. */
 const MAX_PARAM_LENGTH = 1024;
 
-const ENGINE_STATUS: Readonly<Record<EngineErrorCode, number>> = { invalid: 400, 'not-found': 404, conflict: 409 };
-
 type Query = Record<string, unknown>;
 
 export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {}): FastifyInstance {
   const { engine, faults, rateLimiter } = ctx;
   const documents = new DocumentCache(engine);
+  const identifier = new Identifier(engine.fleet);
 
   const app = fastify({
     logger: (options.logger ?? false) as FastifyServerOptions['logger'],
@@ -75,6 +78,16 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     frameworkErrors: onFrameworkError,
     clientErrorHandler: onClientError,
+  });
+
+  // GET /metadata/scheduledevents in its plain form skips fastify; the routes below answer the rest.
+  if (options.fastPath !== false) {
+    const logError = (err: unknown) => app.log.error({ err }, 'IMDS request failed');
+    placeBefore(app.server, eventsFastPath(ctx, { documents, identifier, logError }));
+  }
+  app.addHook('onClose', (_instance, done) => {
+    documents.close();
+    done();
   });
 
   app.decorateRequest('imdsVm', '');
@@ -100,16 +113,11 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   acknowledgeWhenDurable(app, ctx.durable, (request) => request.method === 'POST');
 
   // Identity, rate limit and faults, shared by both endpoints once the request itself is valid.
-  function admit(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    done: HookHandlerDoneFunction,
-    path: ImdsPath,
-    version: string,
-  ): void {
-    const who = identify(engine.fleet, request.raw.socket.remoteAddress, (request.params as { name?: string }).name, path);
-    if (!who.ok) return sendError(reply, 404, who.message);
-    const vm = who.vm.name;
+  function admit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, path: ImdsPath, version: string): void {
+    const prefixName = (request.params as { name?: string }).name;
+    const who = identifier.vmOf(request.raw.socket.remoteAddress, prefixName);
+    if (who === undefined) return sendError(reply, 404, identifier.refusal(prefixName, path));
+    const vm = who.name;
     if (!rateLimiter.allow(vm)) return sendJson(reply, 429, ERROR_BODIES.tooManyRequests);
     request.imdsVm = vm;
     request.imdsVersion = version;
@@ -130,32 +138,19 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     if (featuresOf(check.version).metadataHeaderRequired && !isMetadataTrue(headers.metadata)) {
       return sendJson(reply, 400, ERROR_BODIES.metadataHeader);
     }
-    // With activation off nothing is recorded: no extra work on the hot path.
     admit(request, reply, engine.activationMode === 'off' ? done : () => activate(request, done), EVENTS, check.version);
   }
 
-  /**
-   * [seed] Every Scheduled Events request counts towards enabling the VM. Under the realistic
-   * profile a disabled VM's first request is held until it is enabled; a manual clock cannot
-   * be waited for in real time, so there the request is answered at once.
-   */
   function activate(request: FastifyRequest, done: HookHandlerDoneFunction): void {
-    let delayMs: number;
+    let holdMs: number;
     try {
-      delayMs = engine.recordRequest(request.imdsVm).delayMs;
+      holdMs = activationHoldMs(engine, request.imdsVm);
     } catch (err) {
       // After injected latency the VM may have gone meanwhile; answer 404 rather than crash the timer.
       return done(err as FastifyError);
     }
-    if (delayMs <= 0 || engine.clock.mode !== 'system') return done();
-    hold(engine.now() + delayMs, done);
-  }
-
-  // Timers may fire a little early against the clock; wait until the engine's own time has come.
-  function hold(until: number, done: HookHandlerDoneFunction): void {
-    const wait = until - engine.now();
-    if (wait <= 0) return done();
-    setTimeout(hold, wait, until, done).unref();
+    if (holdMs <= 0) return done();
+    holdUntil(engine, engine.now() + holdMs, done);
   }
 
   function postGuard(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
@@ -229,10 +224,6 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   return app;
 }
 
-function isMetadataTrue(value: string | string[] | undefined): boolean {
-  return typeof value === 'string' && (value === 'true' || value.toLowerCase() === 'true');
-}
-
 function applyFault(fault: Fault, request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   if (fault.drop) {
     reply.hijack();
@@ -258,7 +249,7 @@ function notFoundOrNotAllowed(request: FastifyRequest, reply: FastifyReply): voi
 }
 
 function onError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): void {
-  if (error instanceof EngineError) return sendError(reply, ENGINE_STATUS[error.code], error.message);
+  if (error instanceof EngineError) return sendEngineError(reply, error);
   const { code, statusCode } = error as Partial<FastifyError>;
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendJson(reply, 413, ERROR_BODIES.bodyTooLarge);
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Emulator } from '../../../src/emulator/emulator.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
 
@@ -228,7 +228,8 @@ describe('OpenAPI with a state file', () => {
         for (const [method, op] of Object.entries(ops)) {
           const changes = method === 'post' || method === 'delete';
           assert.equal('503' in op.responses, changes || path === '/v1/stream', `${method} ${path} with --state`);
-          if (path !== '/v1/stream') assert.equal('503' in without.paths[path]![method]!.responses, false, `${method} ${path} without --state`);
+          if (path !== '/v1/stream')
+            assert.equal('503' in without.paths[path]![method]!.responses, false, `${method} ${path} without --state`);
         }
       }
     } finally {

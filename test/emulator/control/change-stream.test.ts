@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { StreamChanged } from '../../../src/emulator/control/schemas.js';
-import { ManualClock, SystemClock, type Clock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
@@ -147,7 +147,10 @@ describe('changed frames', () => {
     const h = await start(t, clock);
     const { sse } = await h.stream();
     clock.advanceTo(T0 + 5_000);
-    assert.deepEqual((await sse.settle(QUIET_MS)).map((f) => f.data), [{ now: iso(T0 + 5_000), topics: ['clock'] }]);
+    assert.deepEqual(
+      (await sse.settle(QUIET_MS)).map((f) => f.data),
+      [{ now: iso(T0 + 5_000), topics: ['clock'] }],
+    );
     clock.advanceTo(T0);
     clock.advance(0);
     assert.deepEqual(await sse.settle(QUIET_MS), []);
@@ -276,7 +279,10 @@ describe('changed frames', () => {
       later.some((topics) => topics.length === 1 && topics[0] === 'faults'),
       `the fault step shows on its own: ${JSON.stringify(later)}`,
     );
-    assert.ok(later.some((topics) => topics.includes('engine')), 'the operation step');
+    assert.ok(
+      later.some((topics) => topics.includes('engine')),
+      'the operation step',
+    );
     assert.deepEqual(later.at(-1), ['scenarios'], 'the end');
     assert.equal((await h.call('GET', `/v1/scenarios/${res.json.run}`)).json.status, 'passed');
   });

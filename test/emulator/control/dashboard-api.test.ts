@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { parse as parseYaml } from 'yaml';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { FleetResponse, History, ScenarioList } from '../../../src/emulator/control/schemas.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
@@ -70,7 +70,8 @@ function emptyDir(): string {
   return dir;
 }
 
-const INDEX_HTML = '<!doctype html>\n<html><head><title>Forewarn</title><script type="module" src="/app.js"></script></head><body></body></html>\n';
+const INDEX_HTML =
+  '<!doctype html>\n<html><head><title>Forewarn</title><script type="module" src="/app.js"></script></head><body></body></html>\n';
 const APP_JS = 'document.title = "Forewarn dashboard";\n';
 const STYLE_CSS = 'body { margin: 0 }\n';
 
@@ -89,7 +90,10 @@ async function advance(h: Harness, seconds: number): Promise<void> {
   assert.equal(res.status, 200, res.text);
 }
 
-async function operation(h: Harness, body: Record<string, unknown>): Promise<{ operation: string; events: string[]; removedVms: string[] }> {
+async function operation(
+  h: Harness,
+  body: Record<string, unknown>,
+): Promise<{ operation: string; events: string[]; removedVms: string[] }> {
   const res = await h.call('POST', '/v1/operations', body);
   assert.equal(res.status, 201, res.text);
   return res.json;
@@ -113,16 +117,20 @@ describe('GET /v1/fleet: VM states', () => {
     assert.deepEqual(f.deleted, []);
   });
 
-  test("each VM's state follows its Started event, and goes back to running when it ends", async () => {
+  test("each VM's state follows its Started event's impact, then runs again (or is deallocated or deleted)", async () => {
     const h = await start();
     // Each event may start one second from now.
     const soon = { notBefore: iso(T0 + SEC), force: true };
-    await operation(h, { type: 'freeze', vms: ['web0'], durationInSeconds: 60, ...soon });
-    await operation(h, { type: 'restart', vms: ['web1'], ...soon });
-    await operation(h, { type: 'redeploy', vms: ['vm0'], ...soon });
-    await operation(h, { type: 'spot-eviction', vms: ['spot0'], ...soon });
-    await operation(h, { type: 'delete', vms: ['ss0'], ...soon });
+    const ops = [
+      await operation(h, { type: 'freeze', vms: ['web0'], durationInSeconds: 60, ...soon }),
+      await operation(h, { type: 'restart', vms: ['web1'], ...soon }),
+      await operation(h, { type: 'redeploy', vms: ['vm0'], ...soon }),
+      await operation(h, { type: 'spot-eviction', vms: ['spot0'], ...soon }),
+      await operation(h, { type: 'delete', vms: ['ss0'], ...soon }),
+    ];
     assert.deepEqual(Object.values(stateOf(await fleet(h))), Array(6).fill('running'), 'Scheduled changes nothing');
+    const statuses = async () =>
+      Promise.all(ops.map(async (op) => (await h.call('GET', `/v1/events/${op.events[0]}`)).json.event?.status ?? null));
 
     await advance(h, 1);
     assert.deepEqual(stateOf(await fleet(h)), {
@@ -137,19 +145,35 @@ describe('GET /v1/fleet: VM states', () => {
     const one = await h.call('GET', '/v1/vms/web0');
     assert.equal(one.json.state, 'frozen');
 
-    // The Freeze ends after its 60 s; the rest after 10 minutes.
+    // The state lasts the impact (the Freeze's 60 s DurationInSeconds; Terminate and Preempt 60 s,
+    // Reboot 180 s, Redeploy 300 s by default), while every event stays Started for about 10 minutes.
     await advance(h, 60);
+    let f = await fleet(h);
+    assert.deepEqual(stateOf(f), { vm0: 'redeploying', web0: 'running', web1: 'rebooting', ss1: 'running', spot0: 'deallocated' });
+    assert.deepEqual(
+      f.deleted.map((d) => [d.name, d.deletedAt]),
+      [['ss0', iso(T0 + 61 * SEC)]],
+      'a Terminate removes its VM when its impact is over',
+    );
+    assert.deepEqual(await statuses(), Array(5).fill('Started'));
+    await advance(h, 120);
     assert.deepEqual(stateOf(await fleet(h)), {
       vm0: 'redeploying',
       web0: 'running',
-      web1: 'rebooting',
-      ss0: 'deleting',
+      web1: 'running',
       ss1: 'running',
-      spot0: 'evicting',
+      spot0: 'deallocated',
     });
-    await advance(h, 10 * 60);
-    const f = await fleet(h);
-    assert.deepEqual(stateOf(f), { vm0: 'running', web0: 'running', web1: 'running', ss1: 'running', spot0: 'running' });
+    await advance(h, 120);
+    assert.deepEqual(stateOf(await fleet(h)), { vm0: 'running', web0: 'running', web1: 'running', ss1: 'running', spot0: 'deallocated' });
+    assert.deepEqual(await statuses(), Array(5).fill('Started'));
+    // "EventStatus: « Started » à complété (événement supprimé du tableau d'événements) : 10 minutes".
+    await advance(h, 10 * 60 - 301);
+    assert.deepEqual(await statuses(), Array(5).fill('Started'), 'still listed just before 10 minutes');
+    await advance(h, 1);
+    assert.deepEqual(await statuses(), Array(5).fill(null), 'removed 10 minutes after they Started');
+    f = await fleet(h);
+    assert.deepEqual(stateOf(f), { vm0: 'running', web0: 'running', web1: 'running', ss1: 'running', spot0: 'deallocated' });
     assert.deepEqual(
       f.deleted.map((d) => d.name),
       ['ss0'],
@@ -194,20 +218,31 @@ describe('GET /v1/fleet: deleted VMs', () => {
     assert.equal(before.faultDomain, 1);
   });
 
-  test('a delete with notification lists the VM when its Terminate ends, at that time', async () => {
+  test("a delete with notification lists the VM when its Terminate's impact is over, a minute after it Starts", async () => {
     const h = await start();
     const op = await operation(h, { type: 'delete', vms: ['ss0'] });
     assert.deepEqual((await fleet(h)).deleted, []);
     await advance(h, 10 * 60);
     const started = await h.call('GET', `/v1/events/${op.events[0]}`);
     assert.equal(started.json.event.status, 'Started');
+    assert.equal(started.json.event.startedAt, iso(T0 + 10 * MIN));
     assert.equal(stateOf(await fleet(h)).ss0, 'deleting');
     assert.deepEqual((await fleet(h)).deleted, []);
-    await advance(h, 10 * 60);
+    // A Terminate's impact is 60 s by default: the VM is gone then, though the event stays Started.
+    await advance(h, 59);
+    assert.equal(stateOf(await fleet(h)).ss0, 'deleting');
+    await advance(h, 1);
     const [d] = (await fleet(h)).deleted;
     assert.deepEqual(
       { name: d!.name, state: d!.state, deletedAt: d!.deletedAt, operation: d!.operation, host: d!.host },
-      { name: 'ss0', state: 'deleted', deletedAt: started.json.event.endsAt, operation: op.operation, host: 'h1' },
+      { name: 'ss0', state: 'deleted', deletedAt: iso(T0 + 11 * MIN), operation: op.operation, host: 'h1' },
+    );
+    assert.equal((await h.call('GET', `/v1/events/${op.events[0]}`)).json.event.status, 'Started');
+    await advance(h, 10 * 60);
+    assert.equal((await h.call('GET', `/v1/events/${op.events[0]}`)).status, 404);
+    assert.deepEqual(
+      (await fleet(h)).deleted.map((d) => [d.name, d.deletedAt]),
+      [['ss0', iso(T0 + 11 * MIN)]],
     );
   });
 
@@ -248,7 +283,10 @@ describe('GET /v1/fleet: deleted VMs', () => {
     assert.equal((await h.call('POST', '/v1/reset')).status, 200);
     f = await fleet(h);
     assert.deepEqual(f.deleted, []);
-    assert.ok(f.vms.some((vm) => vm.name === 'spot0'), 'the reset fleet has it back');
+    assert.ok(
+      f.vms.some((vm) => vm.name === 'spot0'),
+      'the reset fleet has it back',
+    );
   });
 });
 
@@ -308,24 +346,25 @@ describe('GET /v1/history', () => {
 
   test('an event that runs its course ends at its endsAt; the latest to end comes first', async () => {
     const h = await start();
-    const freeze = (await operation(h, { type: 'freeze', vms: ['web0'] })).events[0]!; // 15 min notice, 5 s
+    const freeze = (await operation(h, { type: 'freeze', vms: ['web0'] })).events[0]!; // 15 min notice
     const redeploy = (await operation(h, { type: 'redeploy', vms: ['vm0'] })).events[0]!; // 10 min notice
     const cancelled = (await operation(h, { type: 'restart', vms: ['web1'] })).events[0]!;
     await advance(h, 60);
     await h.call('POST', `/v1/events/${cancelled}/cancel`);
     await advance(h, 60 * 60);
     const { events } = (await h.call('GET', '/v1/history')).json;
+    // Each stays Started 10 minutes whatever its impact (the Freeze's is 5 s), so the Freeze ends last.
     assert.deepEqual(
       events.map((e: { id: string; outcome: string }) => [e.id, e.outcome]),
       [
-        [redeploy, 'completed'],
         [freeze, 'completed'],
+        [redeploy, 'completed'],
         [cancelled, 'cancelled'],
       ],
     );
     for (const e of events.slice(0, 2)) assert.equal(e.endedAt, e.endsAt);
-    assert.equal(events[1].endedAt, iso(T0 + 15 * MIN + 5 * SEC));
-    assert.equal(events[0].endedAt, iso(T0 + 20 * MIN));
+    assert.equal(events[0].endedAt, iso(T0 + 25 * MIN));
+    assert.equal(events[1].endedAt, iso(T0 + 20 * MIN));
   });
 
   test('POST /v1/reset clears it', async () => {
@@ -364,10 +403,10 @@ describe('POST /v1/events/ID/approve', () => {
     const first = await h.call('POST', `/v1/events/${web.id}/approve`, { vm: 'web0' });
     assert.equal(first.status, 200, first.text);
     assert.equal(first.json.event.status, 'Scheduled');
-    assert.deepEqual(
-      first.json.event.job.tenants.map((t: { tenant: string; approved: boolean }) => [t.tenant, t.approved]).sort(),
-      [['ss', false], ['web', true]],
-    );
+    assert.deepEqual(first.json.event.job.tenants.map((t: { tenant: string; approved: boolean }) => [t.tenant, t.approved]).sort(), [
+      ['ss', false],
+      ['web', true],
+    ]);
     const second = await h.call('POST', `/v1/events/${ss.id}/approve`, { vm: 'ss0' });
     assert.equal(second.json.event.status, 'Started');
     assert.equal((await h.call('GET', `/v1/events/${web.id}`)).json.event.status, 'Started');
@@ -448,7 +487,9 @@ describe('GET /v1/scenarios', () => {
 describe('the OpenAPI document', () => {
   test('describes the new routes and nothing of the page', async () => {
     const h = await start({ dashboardDir: builtDir() });
-    const doc = (await h.call('GET', '/v1/openapi.json')).json as { paths: Record<string, Record<string, { parameters?: { name: string }[] }>> };
+    const doc = (await h.call('GET', '/v1/openapi.json')).json as {
+      paths: Record<string, Record<string, { parameters?: { name: string }[] }>>;
+    };
     for (const path of Object.keys(doc.paths)) assert.match(path, /^\/v1\//);
     assert.ok(doc.paths['/v1/history']?.get);
     assert.ok(doc.paths['/v1/scenarios']?.get);

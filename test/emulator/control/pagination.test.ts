@@ -10,7 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildOpenApiDocument } from '../../../src/emulator/control/openapi.js';
 import { History, OperationList } from '../../../src/emulator/control/schemas.js';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../../src/emulator/engine/paging.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
@@ -93,7 +93,10 @@ describe('GET /v1/history, paged', () => {
     assert.deepEqual(ids((await call('GET', '/v1/history')).json.events), [...kept].reverse());
     const late = await call('POST', `/v1/events/${oldest}/approve`, { vm: 'vm0' });
     assert.equal(late.status, 400, late.text);
-    assert.equal(late.json.error, `unknown EventId (never issued, or ended longer ago than the emulator keeps: --history-limit): ${oldest}`);
+    assert.equal(
+      late.json.error,
+      `unknown EventId (never issued, or ended longer ago than the emulator keeps: --history-limit): ${oldest}`,
+    );
     // One still kept has merely ended.
     assert.equal((await call('POST', `/v1/events/${kept[0]}/approve`, { vm: 'vm0' })).status, 409);
     assert.equal((await call('GET', '/v1/operations')).json.operations.length, 2);
@@ -152,7 +155,9 @@ describe('bad paging parameters', () => {
 });
 
 test('the OpenAPI document describes the paging parameters and the 400', () => {
-  const doc = buildOpenApiDocument() as { paths: Record<string, { get: { parameters?: { name: string }[]; responses: Record<string, unknown> } }> };
+  const doc = buildOpenApiDocument() as {
+    paths: Record<string, { get: { parameters?: { name: string }[]; responses: Record<string, unknown> } }>;
+  };
   const names = (path: string) => doc.paths[path]!.get.parameters!.map((p) => p.name);
   assert.deepEqual(names('/v1/history'), ['limit', 'before']);
   assert.deepEqual(names('/v1/operations'), ['limit', 'before', 'status']);
@@ -166,7 +171,8 @@ interface PageApi {
   operations(status: string): Promise<{ id: string }[]>;
 }
 async function pageModules(): Promise<{ ControlApi: new (storage: null) => PageApi; TIMELINE_HISTORY: number }> {
-  const load = (path: string) => import(new URL(`../../../src/dashboard/${path}`, import.meta.url).href) as Promise<Record<string, unknown>>;
+  const load = (path: string) =>
+    import(new URL(`../../../src/dashboard/${path}`, import.meta.url).href) as Promise<Record<string, unknown>>;
   const [api, timeline] = await Promise.all([load('api.ts'), load('components/Timeline.tsx')]);
   return { ControlApi: api.ControlApi as new (storage: null) => PageApi, TIMELINE_HISTORY: timeline.TIMELINE_HISTORY as number };
 }
@@ -194,11 +200,14 @@ describe("the dashboard's calls", () => {
       assert.equal(history[0]!.id, engine.history({ limit: 1 }).items[0]!.id, 'the latest first');
       const operations = await api.operations('running');
       assert.deepEqual(ids(operations), [...running].reverse());
-      assert.deepEqual(asked.map((u) => u.replace(/before=\d+/, 'before=C')), [
-        `/v1/history?limit=${TIMELINE_HISTORY}`,
-        `/v1/operations?status=running&limit=${MAX_PAGE_LIMIT}`,
-        `/v1/operations?status=running&limit=${MAX_PAGE_LIMIT}&before=C`,
-      ]);
+      assert.deepEqual(
+        asked.map((u) => u.replace(/before=\d+/, 'before=C')),
+        [
+          `/v1/history?limit=${TIMELINE_HISTORY}`,
+          `/v1/operations?status=running&limit=${MAX_PAGE_LIMIT}`,
+          `/v1/operations?status=running&limit=${MAX_PAGE_LIMIT}&before=C`,
+        ],
+      );
     } finally {
       globalThis.fetch = realFetch;
     }

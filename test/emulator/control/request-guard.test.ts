@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { chromium } from 'playwright-core';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { Emulator } from '../../../src/emulator/emulator.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
@@ -100,7 +100,13 @@ describe('without a token', () => {
       const own = () => `127.0.0.1:${port}`;
 
       test('POST /v1/reset from another origin is refused, naming the Origin', async () => {
-        for (const origin of ['http://evil.example', 'null', `http://127.0.0.1:${port + 1}`, `https://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+        for (const origin of [
+          'http://evil.example',
+          'null',
+          `http://127.0.0.1:${port + 1}`,
+          `https://127.0.0.1:${port}`,
+          `http://localhost:${port}`,
+        ]) {
           const res = await call('POST', '/v1/reset', { host: own(), origin });
           assert.equal(res.status, 403, origin);
           assert.match(res.json?.error ?? '', new RegExp(`Origin "${origin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}" is not`), origin);
@@ -144,7 +150,15 @@ describe('without a token', () => {
 
       test('curl without Origin, and the same origin, still work on every loopback name', async () => {
         assert.equal((await call('POST', '/v1/reset', { host: own() })).status, 200);
-        for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`, `[::1]:${port}`, `127.8.9.10:${port}`, `dash.localhost:${port}`, 'localhost']) {
+        for (const host of [
+          `127.0.0.1:${port}`,
+          `localhost:${port}`,
+          `LOCALHOST:${port}`,
+          `[::1]:${port}`,
+          `127.8.9.10:${port}`,
+          `dash.localhost:${port}`,
+          'localhost',
+        ]) {
           const res = await call('POST', '/v1/reset', { host, origin: `http://${host}`, 'sec-fetch-site': 'same-origin' });
           assert.equal(res.status, 200, `${host}: ${res.json?.error}`);
           assert.equal((await call('GET', '/v1/fleet', { host })).status, 200, host);
@@ -197,7 +211,10 @@ describe('the OpenAPI document', () => {
     ] as const) {
       const app = build({ token });
       const res = await app.inject({ method: 'GET', url: '/v1/openapi.json', headers: token ? { authorization: `Bearer ${token}` } : {} });
-      const doc = res.json() as { info: { description: string }; paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+      const doc = res.json() as {
+        info: { description: string };
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
       for (const [path, ops] of Object.entries(doc.paths)) {
         for (const [method, op] of Object.entries(ops)) assert.equal('403' in op.responses, has403, `${method} ${path}`);
       }
@@ -219,7 +236,11 @@ describe('--allow-host', () => {
     for (const host of ['sub.dev.example:8170', '192.0.2.78:8170', 'dev.example.evil:8170']) {
       assert.equal((await app.inject({ method: 'GET', url: '/v1/fleet', headers: { host } })).statusCode, 403, host);
     }
-    const cross = await app.inject({ method: 'POST', url: '/v1/reset', headers: { host: 'dev.example:8170', origin: 'http://evil.example' } });
+    const cross = await app.inject({
+      method: 'POST',
+      url: '/v1/reset',
+      headers: { host: 'dev.example:8170', origin: 'http://evil.example' },
+    });
     assert.equal(cross.statusCode, 403);
   });
 
@@ -234,7 +255,8 @@ describe('--allow-host', () => {
   });
 
   test('the loopback names', () => {
-    for (const name of ['localhost', 'a.localhost', '127.0.0.1', '127.255.0.9', '[::1]', '[::ffff:7f00:1]']) assert.ok(isLoopbackName(name), name);
+    for (const name of ['localhost', 'a.localhost', '127.0.0.1', '127.255.0.9', '[::1]', '[::ffff:7f00:1]'])
+      assert.ok(isLoopbackName(name), name);
     for (const name of ['localhost.example', 'notlocalhost', '128.0.0.1', '[::2]', '0.0.0.0']) assert.ok(!isLoopbackName(name), name);
   });
 });
@@ -292,7 +314,8 @@ describe('the address and the name it listens on', () => {
   test('the name given to listen on counts as allowed, and EmulatorOptions.allowHosts works', async (t) => {
     const name = hostname().toLowerCase();
     const resolved = await lookup(name).catch(() => undefined);
-    if (resolved === undefined || isLoopbackName(name)) return t.skip(`this machine's name ${name} does not resolve, or is a loopback name`);
+    if (resolved === undefined || isLoopbackName(name))
+      return t.skip(`this machine's name ${name} does not resolve, or is a loopback name`);
     const emulator = await Emulator.create({ clock: 'manual', allowHosts: ['lab.example'] });
     try {
       await emulator.listen({ imds: { host: '127.0.0.1', port: 0 }, control: { host: name, port: 0 } });
@@ -306,7 +329,10 @@ describe('the address and the name it listens on', () => {
   });
 
   test('a bad allowHosts entry is refused when the emulator is built', async () => {
-    await assert.rejects(Emulator.create({ allowHosts: ['ok.example', 'bad name'] }), /allowHosts\[1\]: "bad name" is not a host name or address/);
+    await assert.rejects(
+      Emulator.create({ allowHosts: ['ok.example', 'bad name'] }),
+      /allowHosts\[1\]: "bad name" is not a host name or address/,
+    );
   });
 });
 
@@ -341,7 +367,14 @@ describe('in a real browser', () => {
     // evil.example resolves to loopback inside this browser: DNS rebinding after the fact.
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--host-resolver-rules=MAP evil.example 127.0.0.1'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--host-resolver-rules=MAP evil.example 127.0.0.1',
+      ],
       timeout: 30_000,
     });
     try {

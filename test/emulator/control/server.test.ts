@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
-import { ManualClock, SystemClock, type Clock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
@@ -86,18 +86,24 @@ describe('GET /v1/fleet', () => {
     assert.equal(ss0.osImageNotification, true);
     assert.equal(ss0.host, 'h1');
     assert.equal(typeof ss0.vmId, 'string');
-    assert.deepEqual(res.json.tenants.find((t: { name: string }) => t.name === 'web'), {
-      name: 'web',
-      kind: 'availabilitySet',
-      faultDomainCount: 2,
-      updateDomainCount: 5,
-      vms: ['web0', 'web1'],
-    });
-    assert.deepEqual(res.json.hosts.find((x: { name: string }) => x.name === 'h1'), {
-      name: 'h1',
-      vms: ['web0', 'ss0'],
-      tenants: ['web', 'ss'],
-    });
+    assert.deepEqual(
+      res.json.tenants.find((t: { name: string }) => t.name === 'web'),
+      {
+        name: 'web',
+        kind: 'availabilitySet',
+        faultDomainCount: 2,
+        updateDomainCount: 5,
+        vms: ['web0', 'web1'],
+      },
+    );
+    assert.deepEqual(
+      res.json.hosts.find((x: { name: string }) => x.name === 'h1'),
+      {
+        name: 'h1',
+        vms: ['web0', 'ss0'],
+        tenants: ['web', 'ss'],
+      },
+    );
   });
 });
 
@@ -131,7 +137,15 @@ describe('POST /v1/vms and DELETE /v1/vms/:name', () => {
     assert.equal(res.status, 201, res.text);
     const { vmId, ...rest } = res.json;
     assert.equal(typeof vmId, 'string');
-    assert.deepEqual(rest, { ...body, updateDomainCount: 5, state: 'running', incarnation: 1, scheduledEvents: 'enabled' });
+    // A Spot VM's evictionPolicy defaults to Deallocate and is shown.
+    assert.deepEqual(rest, {
+      ...body,
+      evictionPolicy: 'Deallocate',
+      updateDomainCount: 5,
+      state: 'running',
+      incarnation: 1,
+      scheduledEvents: 'enabled',
+    });
   });
 
   test('a duplicate name is a 409', async () => {
@@ -162,12 +176,7 @@ describe('POST /v1/vms and DELETE /v1/vms/:name', () => {
   test('a non-JSON body, a missing body and a wrong content-type are refused clearly', async () => {
     assertError(await h.call('POST', '/v1/vms', '{"name": '), 400, 'body is not valid JSON');
     assertError(await h.call('POST', '/v1/vms'), 400, 'body is required');
-    assertError(
-      await h.call('POST', '/v1/vms', '{"name":"x"}', { 'content-type': 'text/plain' }),
-      415,
-      'text/plain',
-      'application/json',
-    );
+    assertError(await h.call('POST', '/v1/vms', '{"name":"x"}', { 'content-type': 'text/plain' }), 415, 'text/plain', 'application/json');
   });
 
   test('a body over 1 MiB is a 413', async () => {
@@ -311,7 +320,10 @@ describe('POST /v1/operations', () => {
     assertError(await op({ type: 'freeze', vms: ['vm0'], host: 'h1' }), 400, 'exactly one target');
     const res = await op({ type: 'freeze', host: 'h1' });
     assert.equal(res.status, 201, res.text);
-    const tenants = h.engine.events().map((e) => e.tenant).sort();
+    const tenants = h.engine
+      .events()
+      .map((e) => e.tenant)
+      .sort();
     assert.deepEqual(tenants, ['ss', 'web'], 'one event per tenant on the host');
   });
 
@@ -459,10 +471,7 @@ describe('events', () => {
     assert.equal(res.json.event.id, id);
     assert.equal(res.json.event.status, 'Started');
     assert.deepEqual((await h.call('GET', '/v1/events')).json.events, []);
-    assert.deepEqual(
-      JSON.parse((await h.call('GET', '/v1/vms/vm0/document')).text).Events,
-      [],
-    );
+    assert.deepEqual(JSON.parse((await h.call('GET', '/v1/vms/vm0/document')).text).Events, []);
     assertError(await h.call('POST', '/v1/events/nope/complete'), 404, 'no event');
   });
 });

@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseEmulatorOptions } from '../../../src/cli/emulator.js';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { StreamHub } from '../../../src/emulator/control/stream.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
@@ -30,12 +30,18 @@ interface PageModules {
   ControlApi: new (storage: null) => object;
   keepLive(
     api: object,
-    handlers: { onHello(now: string): void; onChanged(topics: readonly string[], now: string): void; onDocument(vm: string, incarnation?: number): void; onState(state: LinkState): void },
+    handlers: {
+      onHello(now: string): void;
+      onChanged(topics: readonly string[], now: string): void;
+      onDocument(vm: string, incarnation?: number): void;
+      onState(state: LinkState): void;
+    },
     signal: AbortSignal,
   ): Promise<void>;
 }
 async function pageModules(): Promise<PageModules> {
-  const load = (path: string) => import(new URL(`../../../src/dashboard/${path}`, import.meta.url).href) as Promise<Record<string, unknown>>;
+  const load = (path: string) =>
+    import(new URL(`../../../src/dashboard/${path}`, import.meta.url).href) as Promise<Record<string, unknown>>;
   const [api, live] = await Promise.all([load('api.ts'), load('live.ts')]);
   return { ControlApi: api.ControlApi, keepLive: live.keepLive } as PageModules;
 }
@@ -43,7 +49,11 @@ const repo = new URL('../../../', import.meta.url).pathname;
 
 /** One availability set: every VM sees every event, so each change sends a document frame per VM. */
 function bigTenant(count: number): { name: string; tenant: string; tenantKind?: 'availabilitySet' }[] {
-  return Array.from({ length: count }, (_, i) => ({ name: `vm-${i}`, tenant: 'big', ...(i === 0 ? { tenantKind: 'availabilitySet' as const } : {}) }));
+  return Array.from({ length: count }, (_, i) => ({
+    name: `vm-${i}`,
+    tenant: 'big',
+    ...(i === 0 ? { tenantKind: 'availabilitySet' as const } : {}),
+  }));
 }
 
 /**
@@ -60,7 +70,8 @@ function stuckReader(port: number, path = '/v1/stream'): Promise<Socket> {
       socket.off('error', reject);
       // The drop resets the connection; a paused socket may still hear of it.
       socket.on('error', () => {});
-      if (!chunk.toString('latin1').startsWith('HTTP/1.1 200')) reject(new Error(`not a stream: ${chunk.toString('latin1').split('\r\n')[0]}`));
+      if (!chunk.toString('latin1').startsWith('HTTP/1.1 200'))
+        reject(new Error(`not a stream: ${chunk.toString('latin1').split('\r\n')[0]}`));
       else resolve(socket);
     });
   });
@@ -189,7 +200,10 @@ describe('a stream hub whose reader stops reading', () => {
       // Changes come no faster than a reader that reads can take them; the stuck ones fall behind.
       await until(() => responses[0]!.writableLength === 0, 'the reader to take the frames');
     }
-    assert.ok(stuckResponses.every((r) => r.destroyed), `stuck readers still open; their backlog reached ${peak} bytes`);
+    assert.ok(
+      stuckResponses.every((r) => r.destroyed),
+      `stuck readers still open; their backlog reached ${peak} bytes`,
+    );
     // Checked after every write: at most the limit plus one frame (a document of 8 events is ~4 KiB).
     assert.ok(peak <= LIMIT + 16 * 1024, `backlog peaked at ${peak} bytes, limit ${LIMIT}`);
     assert.equal(hub.dropped, 2);
@@ -203,7 +217,9 @@ describe('a stream hub whose reader stops reading', () => {
       await until(() => responses[0]!.writableLength === 0, 'the reader to take the frames');
     }
     await until(
-      () => [...live.frames].filter((m) => m.event === 'document' && m.data.vm === 'vm-0').at(-1)?.data.incarnation === engine.incarnationOf('vm-0'),
+      () =>
+        [...live.frames].filter((m) => m.event === 'document' && m.data.vm === 'vm-0').at(-1)?.data.incarnation ===
+        engine.incarnationOf('vm-0'),
       'the reader to catch up',
     );
     await sleep(100);
@@ -268,11 +284,17 @@ describe('the control API stream limits', () => {
       // Each change reaches every VM of the tenant; the reader takes them all before the next.
       await until(() => documents() === before + VMS, 'the reader to take the frames');
     }
-    const lines = log.trim().split('\n').map((l) => JSON.parse(l) as { level: number; msg: string });
+    const lines = log
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: number; msg: string });
     const drops = lines.filter((l) => /dropped/.test(l.msg));
     assert.equal(drops.length, 1, log);
     assert.equal(drops[0]!.level, 40, 'a warning');
-    assert.match(drops[0]!.msg, new RegExp(`^stream to 127\\.0\\.0\\.1:${stuck.localPort} dropped: it stopped reading and its backlog passed 256 KiB`));
+    assert.match(
+      drops[0]!.msg,
+      new RegExp(`^stream to 127\\.0\\.0\\.1:${stuck.localPort} dropped: it stopped reading and its backlog passed 256 KiB`),
+    );
 
     // The dropped stream's place is free again; the reader is still live.
     const again = await openSse(`${base}/v1/stream`);
@@ -411,10 +433,37 @@ describe('thirty stuck readers against the emulator process', () => {
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'forewarn-backpressure-'));
     const fleet = join(dir, 'fleet.json');
-    writeFileSync(fleet, JSON.stringify({ tenants: [{ name: 'big', kind: 'availabilitySet' }], vms: bigTenant(VMS).map(({ name }) => ({ name, tenant: 'big' })) }));
+    writeFileSync(
+      fleet,
+      JSON.stringify({
+        tenants: [{ name: 'big', kind: 'availabilitySet' }],
+        vms: bigTenant(VMS).map(({ name }) => ({ name, tenant: 'big' })),
+      }),
+    );
     const proc = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/main.ts', 'emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', '--rate-limit', '0', '--log-level', 'warn', '--fleet', fleet, '--max-streams', String(READERS), '--stream-buffer-kib', '512'],
+      [
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'emulator',
+        '--imds',
+        '127.0.0.1:0',
+        '--control',
+        '127.0.0.1:0',
+        '--clock',
+        'manual',
+        '--rate-limit',
+        '0',
+        '--log-level',
+        'warn',
+        '--fleet',
+        fleet,
+        '--max-streams',
+        String(READERS),
+        '--stream-buffer-kib',
+        '512',
+      ],
       { cwd: repo },
     );
     child = { proc, stdout: '', stderr: '' };

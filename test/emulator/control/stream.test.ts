@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
-import { ManualClock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../../src/shared/clock.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
 import { RateLimiter } from '../../../src/emulator/rate-limit.js';
 import { renderDocument } from '../../../src/protocol/render.js';
@@ -27,10 +27,7 @@ before(async () => {
   });
   // Count live subscriptions so the test can see the stream let go of the engine.
   listeners = countChangeListeners(engine);
-  app = buildControlServer(
-    { engine, clock, faults: new FaultRegistry(), rateLimiter: new RateLimiter() },
-    { streamKeepAliveMs: 100 },
-  );
+  app = buildControlServer({ engine, clock, faults: new FaultRegistry(), rateLimiter: new RateLimiter() }, { streamKeepAliveMs: 100 });
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 });

@@ -30,7 +30,10 @@ describe('activation on a manual clock', () => {
     h.clock.advance(1);
     const enabled = docOf(await h.client.get(eventsPath()));
     assert.equal(enabled.DocumentIncarnation, 2);
-    assert.deepEqual(enabled.Events.map((e) => [e.EventType, e.EventStatus]), [['Freeze', 'Scheduled']]);
+    assert.deepEqual(
+      enabled.Events.map((e) => [e.EventType, e.EventStatus]),
+      [['Freeze', 'Scheduled']],
+    );
     assert.equal(h.engine.activationOf('vm0').status, 'enabled');
   });
 
@@ -105,7 +108,10 @@ describe('activation on a system clock', () => {
       assert.equal(first.status, 200);
       assert.ok(first.ms >= 990, `held ${first.ms} ms`);
       assert.ok(first.ms < 5000, `held ${first.ms} ms`);
-      assert.deepEqual(first.doc.Events.map((e) => [e.EventType, e.Resources]), [['Freeze', ['a']]]);
+      assert.deepEqual(
+        first.doc.Events.map((e) => [e.EventType, e.Resources]),
+        [['Freeze', ['a']]],
+      );
       const b = await other;
       assert.ok(b.ms >= 990 && b.ms < 5000, `b held ${b.ms} ms`);
 

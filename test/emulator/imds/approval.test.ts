@@ -85,7 +85,10 @@ describe('IMDS approval', () => {
   it('an id never issued gets 400 naming it, and nothing changes', async () => {
     const res = await h.client.approve(eventsPath('2020-07-01', 'a0'), [id, 'DEADBEEF-0000-0000-0000-000000000000']);
     assert.equal(res.status, 400);
-    assert.match(errorOf(res), /^unknown EventId \(never issued, or ended longer ago than the emulator keeps: --history-limit\): DEADBEEF-0000-0000-0000-000000000000$/);
+    assert.match(
+      errorOf(res),
+      /^unknown EventId \(never issued, or ended longer ago than the emulator keeps: --history-limit\): DEADBEEF-0000-0000-0000-000000000000$/,
+    );
     assert.equal(h.engine.event(id).status, 'Scheduled');
   });
 

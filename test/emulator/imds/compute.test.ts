@@ -34,14 +34,17 @@ describe('IMDS compute endpoint', () => {
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/json; charset=utf-8');
     const { name, vmId, vmScaleSetName, platformFaultDomain, platformUpdateDomain, priority } = res.body as Record<string, string>;
-    assert.deepEqual({ name, vmId, vmScaleSetName, platformFaultDomain, platformUpdateDomain, priority }, {
-      name: 'ss_3',
-      vmId: 'a-vm-id',
-      vmScaleSetName: 'pool',
-      platformFaultDomain: '2',
-      platformUpdateDomain: '7',
-      priority: 'Spot',
-    });
+    assert.deepEqual(
+      { name, vmId, vmScaleSetName, platformFaultDomain, platformUpdateDomain, priority },
+      {
+        name: 'ss_3',
+        vmId: 'a-vm-id',
+        vmScaleSetName: 'pool',
+        platformFaultDomain: '2',
+        platformUpdateDomain: '7',
+        priority: 'Spot',
+      },
+    );
   });
 
   it('a VM outside a scale set has an empty vmScaleSetName', async () => {

@@ -133,10 +133,17 @@ describe('IMDS NotBefore and lifecycle over HTTP', () => {
     ]);
   });
 
-  it('an event ends on its own when the clock passes its duration', async () => {
+  it('an event ends on its own 10 minutes after it Starts, whatever its duration', async () => {
     const id = h.engine.createOperation({ type: 'freeze', vms: ['vm0'] }).events[0]!;
     await h.client.approve(eventsPath(), [id]);
-    h.clock.advance(4_999);
+    // The Freeze's 5 s impact is over, yet the event stays Started: "Durée de l'impact : 7 secondes •
+    // EventStatus: « Started » à complété (événement supprimé du tableau d'événements) : 10 minutes".
+    h.clock.advance(5_000);
+    assert.deepEqual(
+      (await documentOf(h)).Events.map((e) => [e.EventId, e.EventStatus, e.DurationInSeconds]),
+      [[id, 'Started', 5]],
+    );
+    h.clock.advance(10 * 60_000 - 5_001);
     assert.equal((await documentOf(h)).Events.length, 1);
     h.clock.advance(1);
     const doc = await documentOf(h);

@@ -58,7 +58,10 @@ describe('IMDS identity with several VMs', () => {
     const id = h.engine.createOperation({ type: 'freeze', vms: ['web1'] }).events[0]!;
     const one = await h.client.get(eventsPath('2020-07-01', 'web1'));
     const zero = await h.client.get(eventsPath('2020-07-01', 'web0'));
-    assert.deepEqual((one.body as ScheduledEventsDocument).Events.map((e) => e.EventId), [id]);
+    assert.deepEqual(
+      (one.body as ScheduledEventsDocument).Events.map((e) => e.EventId),
+      [id],
+    );
     assert.deepEqual((zero.body as ScheduledEventsDocument).Events, []);
     assert.equal(await nameOf(h, computePath('2021-02-01', 'web0')), 'web0');
     assert.equal(await nameOf(h, computePath('2021-02-01', 'web1')), 'web1');
@@ -86,7 +89,10 @@ describe('IMDS identity with several VMs', () => {
       const id = h.engine.createOperation({ type: 'freeze', vms: ['local'] }).events[0]!;
       const plain = await h.client.get(eventsPath());
       assert.equal(plain.status, 200);
-      assert.deepEqual((plain.body as ScheduledEventsDocument).Events.map((e) => e.EventId), [id]);
+      assert.deepEqual(
+        (plain.body as ScheduledEventsDocument).Events.map((e) => e.EventId),
+        [id],
+      );
       assert.equal(await nameOf(h, computePath()), 'local');
       assert.equal(await nameOf(h, computePath('2021-02-01', 'web0')), 'local');
       assert.equal(await nameOf(h, computePath('2021-02-01', 'nope')), 'local');

@@ -159,7 +159,14 @@ describe('IMDS /metadata/instance', () => {
   });
 
   it('an element that does not exist gets 404', async () => {
-    for (const rest of ['/compute/nope', '/network/interface/1', '/network/interface/00', '/compute/name/more', '/nope', '/compute/toString']) {
+    for (const rest of [
+      '/compute/nope',
+      '/network/interface/1',
+      '/network/interface/00',
+      '/compute/name/more',
+      '/nope',
+      '/compute/toString',
+    ]) {
       const res = await h.client.get(path(rest, 'api-version=2021-02-01&format=text'));
       assert.equal(res.status, 404, rest);
       assert.deepEqual(res.body, { error: NOT_FOUND });
@@ -167,7 +174,7 @@ describe('IMDS /metadata/instance', () => {
   });
 
   it('fields appear from the api-version that introduced them', async () => {
-    const at = async (version: string) => ((await h.client.get(path('/compute', `api-version=${version}`))).body as Json);
+    const at = async (version: string) => (await h.client.get(path('/compute', `api-version=${version}`))).body as Json;
     const old = await at('2017-08-01');
     assert.equal(old.name, 'pool_3');
     assert.equal(old.resourceGroupName, 'rg-app');
@@ -201,7 +208,10 @@ describe('IMDS /metadata/instance', () => {
     assert.equal(c.publisher, 'MicrosoftWindowsServer');
     assert.equal(c.resourceGroupName, 'forewarn');
     assert.equal(c.subscriptionId, '00000000-0000-0000-0000-000000000000');
-    assert.equal(c.resourceId, '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/forewarn/providers/Microsoft.Compute/virtualMachines/web');
+    assert.equal(
+      c.resourceId,
+      '/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/forewarn/providers/Microsoft.Compute/virtualMachines/web',
+    );
     assert.equal(c.vmScaleSetName, '');
     assert.equal(c.placementGroupId, '');
     assert.equal(c.priority, 'Regular');
@@ -215,7 +225,9 @@ describe('IMDS /metadata/instance', () => {
     // The first VM without a declared address gets 10.0.0.4, the next 10.0.0.5.
     assert.deepEqual((nic.ipv4 as Json).ipAddress, [{ privateIpAddress: '10.0.0.4', publicIpAddress: '' }]);
     assert.match(nic.macAddress as string, /^000D3A[0-9A-F]{6}$/);
-    const db = (await h.client.get(path('/network/interface/0/ipv4/ipAddress/0/privateIpAddress', 'api-version=2021-02-01&format=text', 'db'))).text;
+    const db = (
+      await h.client.get(path('/network/interface/0/ipv4/ipAddress/0/privateIpAddress', 'api-version=2021-02-01&format=text', 'db'))
+    ).text;
     assert.equal(db, '10.0.0.5');
     // The MAC is derived from the vmId, so it survives a restart: same vmId, same MAC.
     const dbMac = (await h.client.get(path('/network/interface/0/macAddress', 'api-version=2021-02-01&format=text', 'db'))).text;
@@ -232,7 +244,10 @@ describe('IMDS /metadata/instance', () => {
   });
 
   it('a declared private IP that is taken is refused, naming the owner', () => {
-    assert.throws(() => h.engine.addVm({ name: 'dup', privateIp: '10.0.0.4' }), /privateIp 10\.0\.0\.4 already belongs to VM 'web' \(a default address\)/);
+    assert.throws(
+      () => h.engine.addVm({ name: 'dup', privateIp: '10.0.0.4' }),
+      /privateIp 10\.0\.0\.4 already belongs to VM 'web' \(a default address\)/,
+    );
     assert.throws(() => h.engine.addVm({ name: 'bad', macAddress: 'zz' }), /macAddress "zz" is not a MAC address/);
   });
 
@@ -310,7 +325,11 @@ describe('IMDS instance metadata: rate limit', () => {
     const h = await startImds({ fleet: [{ name: 'a' }], rateLimit: 2 });
     try {
       const statuses: number[] = [];
-      for (const p of ['/metadata/instance?api-version=2021-02-01', '/metadata/versions', '/metadata/scheduledevents?api-version=2020-07-01']) {
+      for (const p of [
+        '/metadata/instance?api-version=2021-02-01',
+        '/metadata/versions',
+        '/metadata/scheduledevents?api-version=2020-07-01',
+      ]) {
         statuses.push((await h.client.get(p)).status);
       }
       assert.deepEqual(statuses, [200, 200, 429]);
@@ -321,7 +340,7 @@ describe('IMDS instance metadata: rate limit', () => {
 });
 
 describe('fleet files: instance metadata fields', () => {
-  it('tenants and scale sets give their VMs settings; a VM\'s own win and tags add up', () => {
+  it("tenants and scale sets give their VMs settings; a VM's own win and tags add up", () => {
     const specs = parseFleet(
       [
         'tenants:',
@@ -352,10 +371,21 @@ describe('fleet files: instance metadata fields', () => {
       ['vms:\n  - { name: a, privateIp: "::1" }', /^f\.yaml:2:\d+: vms\[0\]\.privateIp: expected an IPv4 address/],
       ['vms:\n  - { name: a, subscriptionId: nope }', /^f\.yaml:2:\d+: vms\[0\]\.subscriptionId: expected a GUID/],
       ['vms:\n  - { name: a, zone: "4" }', /^f\.yaml:2:\d+: vms\[0\]\.zone: /],
-      ['vms:\n  - { name: a, privateIp: 10.0.0.9 }\n  - { name: b, privateIp: 10.0.0.9 }', /^f\.yaml:3:\d+: vms\[1\]\.privateIp: VM 'b': privateIp 10\.0\.0\.9 already belongs to VM 'a'/],
-      ['tenants:\n  - { name: t, kind: availabilitySet, privateIp: 10.0.0.9 }\nvms:\n  - { name: a, tenant: t }', /^f\.yaml:2:39: tenants\[0\]\.privateIp: unknown key "privateIp"/],
+      [
+        'vms:\n  - { name: a, privateIp: 10.0.0.9 }\n  - { name: b, privateIp: 10.0.0.9 }',
+        /^f\.yaml:3:\d+: vms\[1\]\.privateIp: VM 'b': privateIp 10\.0\.0\.9 already belongs to VM 'a'/,
+      ],
+      [
+        'tenants:\n  - { name: t, kind: availabilitySet, privateIp: 10.0.0.9 }\nvms:\n  - { name: a, tenant: t }',
+        /^f\.yaml:2:39: tenants\[0\]\.privateIp: unknown key "privateIp"/,
+      ],
     ];
-    for (const [text, error] of cases) assert.throws(() => parseFleet(text, 'f.yaml'), (err: Error) => error.test(err.message), text);
+    for (const [text, error] of cases)
+      assert.throws(
+        () => parseFleet(text, 'f.yaml'),
+        (err: Error) => error.test(err.message),
+        text,
+      );
   });
 });
 
@@ -363,7 +393,13 @@ describe('instance settings survive the plain-data view (control API, state file
   it('vmToSpec lists what was declared, in a form VmSpecSchema takes back, and no default private IP', () => {
     let n = 0;
     const fleet = new Fleet(() => `00000000-0000-4000-8000-${String(n++).padStart(12, '0')}`);
-    const declared = fleet.add({ name: 'a', location: 'uksouth', tags: { k: 'v' }, macAddress: '00:0d:3a:01:02:03', privateIp: '192.168.1.10' });
+    const declared = fleet.add({
+      name: 'a',
+      location: 'uksouth',
+      tags: { k: 'v' },
+      macAddress: '00:0d:3a:01:02:03',
+      privateIp: '192.168.1.10',
+    });
     const plain = fleet.add({ name: 'b' });
     const spec = vmToSpec(declared, fleet.tenantOf(declared));
     assert.equal(spec.macAddress, '000D3A010203');
@@ -384,7 +420,9 @@ describe('examples/fleet.yaml', () => {
       assert.equal(web.compute.location, 'westeurope');
       assert.equal(web.compute.vmSize, 'Standard_D2s_v5');
       assert.equal(web.compute.tags, 'app:shop;env:test');
-      const ip = await h.client.get('/vms/web-0/metadata/instance/network/interface/0/ipv4/ipAddress/0/privateIpAddress?api-version=2021-02-01&format=text');
+      const ip = await h.client.get(
+        '/vms/web-0/metadata/instance/network/interface/0/ipv4/ipAddress/0/privateIpAddress?api-version=2021-02-01&format=text',
+      );
       assert.equal(ip.text, '10.1.0.4');
       const os = await h.client.get('/vms/jumpbox/metadata/instance/compute/osType?api-version=2021-02-01&format=text');
       assert.equal(os.text, 'Windows');
