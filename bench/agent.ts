@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { delay as sleep, waitFor as waitUntil } from '../test/support/wait.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 60);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
@@ -17,10 +18,6 @@ const repo = new URL('..', import.meta.url).pathname;
 const main = join(repo, 'dist/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'forewarn-bench-agent-'));
 const children: ChildProcess[] = [];
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 function start(args: string[]): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -31,15 +28,8 @@ function start(args: string[]): { child: ChildProcess; output: () => string } {
   return { child, output: () => out };
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
+/** Polls every 20 ms for up to 30 s. */
+const waitFor = <T>(what: string, probe: () => T | undefined | false) => waitUntil(what, probe, 30_000);
 
 /** utime + stime in seconds, and VmRSS in bytes, from /proc. */
 function usage(pid: number): { cpu: number; rss: number } {
@@ -60,11 +50,30 @@ const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 
 async function run(): Promise<void> {
   console.log('building dist/ …');
-  const build = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: repo, stdio: 'inherit' });
+  const build = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: repo,
+    stdio: 'inherit',
+  });
   if (build.status !== 0 || !existsSync(main)) throw new Error('the build failed');
 
-  const emulator = start([main, 'emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', '--rate-limit', '0', '--log-level', 'silent']);
-  const [, imdsUrl, controlUrl] = await waitFor('the emulator', () => /IMDS:\s+(\S+)\nControl:\s+(\S+)/.exec(emulator.output()) ?? undefined);
+  const emulator = start([
+    main,
+    'emulator',
+    '--imds',
+    '127.0.0.1:0',
+    '--control',
+    '127.0.0.1:0',
+    '--clock',
+    'manual',
+    '--rate-limit',
+    '0',
+    '--log-level',
+    'silent',
+  ]);
+  const [, imdsUrl, controlUrl] = await waitFor(
+    'the emulator',
+    () => /IMDS:\s+(\S+)\nControl:\s+(\S+)/.exec(emulator.output()) ?? undefined,
+  );
 
   const stamps = join(dir, 'stamps');
   const config = {
@@ -138,9 +147,13 @@ async function run(): Promise<void> {
   const p99 = percentile(latencies, 99);
   console.log('');
   console.log(`Agent latency, operation created → action started (1 Hz polling, ${latencies.length} events):`);
-  console.log(`  p50 ${p50} ms   p99 ${p99} ms   min ${latencies[0]} ms   max ${latencies.at(-1)} ms   goal: p99 < 1200 ms ${p99 < 1200 ? 'MET' : 'MISSED'}`);
+  console.log(
+    `  p50 ${p50} ms   p99 ${p99} ms   min ${latencies[0]} ms   max ${latencies.at(-1)} ms   goal: p99 < 1200 ms ${p99 < 1200 ? 'MET' : 'MISSED'}`,
+  );
   console.log(`Idle polling at 1 Hz over ${IDLE_SECONDS} s:`);
-  console.log(`  agent:           CPU ${agentCpu.toFixed(2)} % of a core   RSS ${mib(a1.rss)} (peak ${mib(agentPeak)})   goal: CPU < 1 % ${agentCpu < 1 ? 'MET' : 'MISSED'}`);
+  console.log(
+    `  agent:           CPU ${agentCpu.toFixed(2)} % of a core   RSS ${mib(a1.rss)} (peak ${mib(agentPeak)})   goal: CPU < 1 % ${agentCpu < 1 ? 'MET' : 'MISSED'}`,
+  );
   console.log(`  bare fetch loop: CPU ${baseCpu.toFixed(2)} % of a core   RSS ${mib(b1.rss)} (peak ${mib(basePeak)})`);
 }
 

@@ -26,7 +26,22 @@ const statePath = join(dir, 'state.json');
 
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', 'src/cli/main.ts', 'emulator', '--state', statePath, '--clock', 'manual', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--log-level', 'warn'],
+  [
+    '--import',
+    'tsx',
+    'src/cli/main.ts',
+    'emulator',
+    '--state',
+    statePath,
+    '--clock',
+    'manual',
+    '--imds',
+    '127.0.0.1:0',
+    '--control',
+    '127.0.0.1:0',
+    '--log-level',
+    'warn',
+  ],
   { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
 );
 const stop = () => {
@@ -89,7 +104,9 @@ for (let p = 1; p <= periods; p++) {
   const row = { minute: p, rate: (done - last) / (PERIOD_MS / 1000), rss: rssMiB(), fileKiB: statSync(statePath).size / 1024 };
   last = done;
   rows.push(row);
-  console.log(`${String(p).padStart(6)}  ${row.rate.toFixed(1).padStart(8)}  ${row.rss.toFixed(1).padStart(7)}  ${row.fileKiB.toFixed(0).padStart(9)}`);
+  console.log(
+    `${String(p).padStart(6)}  ${row.rate.toFixed(1).padStart(8)}  ${row.rss.toFixed(1).padStart(7)}  ${row.fileKiB.toFixed(0).padStart(9)}`,
+  );
 }
 running = false;
 await Promise.allSettled(workers);

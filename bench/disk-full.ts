@@ -11,13 +11,16 @@ import { jsonOfSize } from '../test/shared/atomic-file-scenarios.js';
 import { leaveFree, startSampler, tempFilesOf } from '../test/shared/disk-pressure.js';
 import { mountTmpfs, tmpfsUnavailable } from '../test/support/tmpfs.js';
 
-/** The disk: 1 MiB, of which other files leave 192 KiB free once the state has 64 KiB. */
-const DISK_KIB = 1024;
-const FREE_KIB = 192;
-const START_KIB = 64;
-/** The state grows 4 KiB per save to about 256 KiB, then keeps being rewritten at that size. */
-const MAX_KIB = 256;
-const GROWTH_KIB = 4;
+/** The disk and the state that fills it, in KiB. */
+const SIZES = {
+  /** The disk: 1 MiB, of which other files leave `free` once the state has `start`. */
+  disk: 1024,
+  free: 192,
+  start: 64,
+  /** The state grows `growth` per save to about `max`, then keeps being rewritten at that size. */
+  max: 256,
+  growth: 4,
+} as const;
 /** Between two reads of the sampler, so the reads spread over many saves. */
 const READ_PAUSE_MS = 2;
 
@@ -68,11 +71,11 @@ interface Run {
 
 async function run(name: keyof typeof writers, reads: number): Promise<Run> {
   const write = writers[name];
-  const disk = await mountTmpfs(DISK_KIB);
+  const disk = await mountTmpfs(SIZES.disk);
   try {
     const path = join(disk.dir, 'state.json');
-    writeFileAtomicSync(path, jsonOfSize(START_KIB * 1024, 0));
-    leaveFree(disk, FREE_KIB);
+    writeFileAtomicSync(path, jsonOfSize(SIZES.start * 1024, 0));
+    leaveFree(disk, SIZES.free);
     const sampler = await startSampler(path, 'json', { limit: reads, pauseMs: READ_PAUSE_MS });
     let saves = 0;
     let failed = 0;
@@ -80,7 +83,7 @@ async function run(name: keyof typeof writers, reads: number): Promise<Run> {
     // The emulator saves its state after every change: here, as fast as the disk allows, until the reader is done.
     while (!sampler.finished()) {
       saves++;
-      const kib = Math.min(MAX_KIB, START_KIB + saves * GROWTH_KIB);
+      const kib = Math.min(SIZES.max, SIZES.start + saves * SIZES.growth);
       try {
         write(path, jsonOfSize(kib * 1024, saves));
       } catch (err) {
@@ -126,7 +129,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   console.log(
-    `tmpfs ${DISK_KIB} KiB, ${FREE_KIB} KiB free beside a ${START_KIB} KiB state that grows ${GROWTH_KIB} KiB per save to ${MAX_KIB} KiB;` +
+    `tmpfs ${SIZES.disk} KiB, ${SIZES.free} KiB free beside a ${SIZES.start} KiB state that grows ${SIZES.growth} KiB per save to ${SIZES.max} KiB;` +
       ` one reader samples the file every ${READ_PAUSE_MS} ms while the writer saves.\n`,
   );
   for (const reads of counts) {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { nodeFileOps, writeFileAtomicSync, type FileOps } from '../src/shared/atomic-file.js';
-import { ManualClock } from '../src/emulator/engine/clock.js';
+import { ManualClock } from '../src/shared/clock.js';
 import { Engine } from '../src/emulator/engine/engine.js';
 import { COMPACT_FLOOR_BYTES, StateFileWriter } from '../src/emulator/state-file.js';
 
@@ -157,7 +157,9 @@ try {
 const f = (x: number, d = 2) => x.toFixed(d);
 console.log(`state file save cost per committed change (${CHANGES} log saves, ${BASELINE_CHANGES} full rewrites per size; ${VMS} VMs)`);
 console.log('');
-console.log('| ended events | snapshot MiB | engine heap MiB | RSS after log saves MiB | log save median ms | log save mean ms | of which not fsync (median) ms | record bytes | compaction ms | log amortized ms | heap growth over log saves MiB | full rewrite mean ms | of which not fsync (median) ms | rewrite transient heap MiB |');
+console.log(
+  '| ended events | snapshot MiB | engine heap MiB | RSS after log saves MiB | log save median ms | log save mean ms | of which not fsync (median) ms | record bytes | compaction ms | log amortized ms | heap growth over log saves MiB | full rewrite mean ms | of which not fsync (median) ms | rewrite transient heap MiB |',
+);
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   console.log(
@@ -170,6 +172,8 @@ if (rows.length > 1) {
   console.log(`from ${a.size} to ${b.size} ended events (x${b.size / a.size}):`);
   console.log(`  log save (mean):      x${f(b.logMeanMs / a.logMeanMs)}   (${f(a.logMeanMs)} -> ${f(b.logMeanMs)} ms)`);
   console.log(`  log save (amortized): x${f(b.amortizedMs / a.amortizedMs)}   (${f(a.amortizedMs)} -> ${f(b.amortizedMs)} ms)`);
-  console.log(`  log save, not fsync:  x${f(b.logCpuMs / a.logCpuMs)}   (${f(a.logCpuMs, 3)} -> ${f(b.logCpuMs, 3)} ms; fsync time is the disk's, whatever the size)`);
+  console.log(
+    `  log save, not fsync:  x${f(b.logCpuMs / a.logCpuMs)}   (${f(a.logCpuMs, 3)} -> ${f(b.logCpuMs, 3)} ms; fsync time is the disk's, whatever the size)`,
+  );
   console.log(`  full rewrite:         x${f(b.rewriteMs / a.rewriteMs)}   (${f(a.rewriteMs, 1)} -> ${f(b.rewriteMs, 1)} ms)`);
 }

@@ -22,13 +22,16 @@ const INSTALL_TIMEOUT_MS = 120_000;
 const TEST_TIMEOUT_MS = 60_000;
 
 function usage(message) {
-  process.stderr.write(`run-testing-examples: ${message}\nusage: node scripts/run-testing-examples.mjs NODE_BINARY --tarball FILE [--tarball FILE...]\n`);
+  process.stderr.write(
+    `run-testing-examples: ${message}\nusage: node scripts/run-testing-examples.mjs NODE_BINARY --tarball FILE [--tarball FILE...]\n`,
+  );
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const { positional, tarballs } = parseNodeAndTarballs(argv, usage);
-  if (positional.length > 1) usage(`one NODE_BINARY only (got ${positional[0]} and ${positional[1]}); each tarball needs its own --tarball`);
+  if (positional.length > 1)
+    usage(`one NODE_BINARY only (got ${positional[0]} and ${positional[1]}); each tarball needs its own --tarball`);
   if (positional.length === 0) usage('NODE_BINARY is required');
   if (tarballs.length === 0) usage('--tarball is required');
   return { node: checkNodeAndTarballs(positional[0], tarballs, usage), tarballs };
@@ -74,16 +77,29 @@ async function runExample(example, options, env) {
   const started = Date.now();
   const seconds = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
   const command = testCommand(example, options.node);
-  if (!command) return { ok: false, detail: example === 'pytest' ? 'pytest not found: install python3-pytest (pytest-3)' : 'no test command for this example' };
+  if (!command)
+    return {
+      ok: false,
+      detail: example === 'pytest' ? 'pytest not found: install python3-pytest (pytest-3)' : 'no test command for this example',
+    };
   const project = mkdtempSync(join(tmpdir(), `forewarn-example-${example}-`));
   try {
-    cpSync(join(EXAMPLES, example), project, { recursive: true, filter: (source) => !/[\\/](node_modules|__pycache__|\.pytest_cache)$/.test(source) });
+    cpSync(join(EXAMPLES, example), project, {
+      recursive: true,
+      filter: (source) => !/[\\/](node_modules|__pycache__|\.pytest_cache)$/.test(source),
+    });
     // Installing the tarball replaces the copy's registry range for forewarn and installs its other dev dependencies.
-    const install = await run(options.node, [npmCli(), 'install', '--no-audit', '--no-fund', '--prefer-offline', ...options.tarballs], { cwd: project, env, timeoutMs: INSTALL_TIMEOUT_MS });
-    if (install.code !== 0) return { ok: false, detail: `npm install: exit ${install.code} after ${seconds()}\n    ${tail(install.output)}` };
+    const install = await run(options.node, [npmCli(), 'install', '--no-audit', '--no-fund', '--prefer-offline', ...options.tarballs], {
+      cwd: project,
+      env,
+      timeoutMs: INSTALL_TIMEOUT_MS,
+    });
+    if (install.code !== 0)
+      return { ok: false, detail: `npm install: exit ${install.code} after ${seconds()}\n    ${tail(install.output)}` };
     const installed = seconds();
     const result = await run(command[0], command[1], { cwd: project, env, timeoutMs: TEST_TIMEOUT_MS });
-    if (result.code !== 0) return { ok: false, detail: `${[command[0], ...command[1]].join(' ')}: exit ${result.code}\n    ${tail(result.output)}` };
+    if (result.code !== 0)
+      return { ok: false, detail: `${[command[0], ...command[1]].join(' ')}: exit ${result.code}\n    ${tail(result.output)}` };
     return { ok: true, detail: `install ${installed}, total ${seconds()}` };
   } finally {
     rmSync(project, { recursive: true, force: true });

@@ -71,7 +71,10 @@ function pack(work) {
   const json = result.stdout.slice(result.stdout.indexOf('\n[') + 1 || result.stdout.indexOf('['));
   const infos = JSON.parse(json);
   for (const info of infos) {
-    pass(`npm pack ${info.name}`, `${info.filename}: ${info.entryCount} files, ${(info.size / 1024).toFixed(0)} kB packed, ${(info.unpackedSize / 1024).toFixed(0)} kB unpacked`);
+    pass(
+      `npm pack ${info.name}`,
+      `${info.filename}: ${info.entryCount} files, ${(info.size / 1024).toFixed(0)} kB packed, ${(info.unpackedSize / 1024).toFixed(0)} kB unpacked`,
+    );
   }
   return infos.map((info) => join(work, info.filename));
 }
@@ -85,7 +88,10 @@ function tarballManifest(file) {
 
 function install(node, env, project, tarballs, label) {
   writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'smoke-consumer', private: true, type: 'module' }, null, 2));
-  const result = run(node, [npmCli(), 'install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs], { cwd: project, env });
+  const result = run(node, [npmCli(), 'install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs], {
+    cwd: project,
+    env,
+  });
   const name = `npm install --omit=dev ${label}`;
   if (result.code !== 0) {
     fail(name, `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
@@ -104,7 +110,11 @@ function checkClientAlone(node, env, project, manifest) {
   const name = `${CLIENT} installs with zero dependencies`;
   const declared = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies, ...manifest.optionalDependencies });
   const result = run(node, [npmCli(), 'ls', '--omit=dev', '--all', '--parseable'], { cwd: project, env });
-  const installed = result.stdout.trim().split('\n').slice(1).map((dir) => dir.slice(join(project, 'node_modules').length + 1));
+  const installed = result.stdout
+    .trim()
+    .split('\n')
+    .slice(1)
+    .map((dir) => dir.slice(join(project, 'node_modules').length + 1));
   if (result.code !== 0) fail(name, `npm ls exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
   else if (declared.length > 0 || installed.length !== 1 || installed[0] !== CLIENT) {
     fail(name, `declares [${declared.join(', ')}]; installed: ${installed.join(', ')}`);
@@ -158,8 +168,24 @@ function checkTypes(project) {
   writeFileSync(join(project, 'consumer.ts'), CONSUMER_TS);
   // @types/node from this repo, as any Node consumer has it; the packages' own .d.ts are checked too.
   const tsc = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  const args = [tsc, '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--strict', '--noEmit',
-    '--skipLibCheck', 'false', '--typeRoots', join(ROOT, 'node_modules', '@types'), '--types', 'node', 'consumer.ts'];
+  const args = [
+    tsc,
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--target',
+    'es2022',
+    '--strict',
+    '--noEmit',
+    '--skipLibCheck',
+    'false',
+    '--typeRoots',
+    join(ROOT, 'node_modules', '@types'),
+    '--types',
+    'node',
+    'consumer.ts',
+  ];
   const result = run(process.execPath, args, { cwd: project });
   if (result.code === 0) pass(name);
   else fail(name, `exit ${result.code}\n    ${tail(result.stdout + result.stderr, 20)}`);
@@ -181,7 +207,10 @@ function checkAttw(tarball) {
   const name = `attw ${basename(tarball)} (ESM only: cjs-resolves-to-esm ignored)`;
   const attw = join(ROOT, 'node_modules', '@arethetypeswrong', 'cli', 'dist', 'index.js');
   const result = run(process.execPath, [attw, tarball, ...ATTW_ARGS]);
-  const verdict = result.stdout.split('\n').find((line) => /No problems found/.test(line))?.trim();
+  const verdict = result.stdout
+    .split('\n')
+    .find((line) => /No problems found/.test(line))
+    ?.trim();
   if (result.code === 0) pass(name, verdict ?? 'exit 0');
   else fail(name, `exit ${result.code}\n    ${tail(result.stdout + result.stderr, 40)}`);
 }
@@ -212,11 +241,15 @@ function imdsUrlIn(text) {
 
 async function checkEmulator(env, project) {
   const name = 'forewarn emulator (start, GET the document, SIGTERM)';
-  const child = spawn(join(project, 'node_modules', '.bin', 'forewarn'), ['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0'], {
-    cwd: project,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    join(project, 'node_modules', '.bin', 'forewarn'),
+    ['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0'],
+    {
+      cwd: project,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
@@ -287,7 +320,9 @@ function exportsToCheck(manifest) {
   const exportsField = manifest.exports ?? {};
   const entries = typeof exportsField === 'string' ? { '.': exportsField } : exportsField;
   const target = (value) => (typeof value === 'string' ? value : (value?.import ?? value?.default));
-  const bins = new Set(Object.values(typeof manifest.bin === 'string' ? { b: manifest.bin } : (manifest.bin ?? {})).map((p) => p.replace(/^\.\//, '')));
+  const bins = new Set(
+    Object.values(typeof manifest.bin === 'string' ? { b: manifest.bin } : (manifest.bin ?? {})).map((p) => p.replace(/^\.\//, '')),
+  );
   const checks = [];
   for (const [subpath, value] of Object.entries(entries)) {
     if (subpath === './package.json' || subpath.includes('*')) continue;
@@ -316,7 +351,11 @@ function checkExportFiles(project, manifest) {
 async function checkImport(node, env, project, specifier) {
   const name = `import '${specifier}'`;
   const result = await new Promise((done) => {
-    const child = spawn(node, ['--input-type=module', '-e', importProbe(specifier)], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(node, ['--input-type=module', '-e', importProbe(specifier)], {
+      cwd: project,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
@@ -329,7 +368,10 @@ async function checkImport(node, env, project, specifier) {
     });
   });
   if (result.code !== 0) {
-    fail(name, `exit ${result.code ?? `${result.signal} (did not exit within ${IMPORT_TIMEOUT_MS / 1000} s)`}\n    ${tail(result.stderr + result.stdout)}`);
+    fail(
+      name,
+      `exit ${result.code ?? `${result.signal} (did not exit within ${IMPORT_TIMEOUT_MS / 1000} s)`}\n    ${tail(result.stderr + result.stdout)}`,
+    );
     return;
   }
   const seen = JSON.parse(result.stdout.trim().split('\n').pop());
@@ -387,7 +429,14 @@ async function main() {
       else await checkImport(options.node, env, project, specifier);
     }
     await checkSameClient(options.node, env, project);
-    process.stdout.write(`smoke: exports checked: ${checks.filter((c) => !c.isBin).map((c) => c.specifier).join(', ') || 'none'}, ${CLIENT}\n`);
+    process.stdout.write(
+      `smoke: exports checked: ${
+        checks
+          .filter((c) => !c.isBin)
+          .map((c) => c.specifier)
+          .join(', ') || 'none'
+      }, ${CLIENT}\n`,
+    );
 
     if (!options.static) {
       skip('tsc, publint, attw', '--no-static');
@@ -409,5 +458,7 @@ try {
   fail('smoke script', error instanceof Error ? error.message : String(error));
 }
 const failed = results.filter((status) => status === 'FAIL').length;
-process.stdout.write(`smoke: ${failed === 0 && results.length > 0 ? 'OK' : 'FAILED'} — ${results.filter((s) => s === 'PASS').length} passed, ${failed} failed, ${results.filter((s) => s === 'SKIP').length} skipped\n`);
+process.stdout.write(
+  `smoke: ${failed === 0 && results.length > 0 ? 'OK' : 'FAILED'} — ${results.filter((s) => s === 'PASS').length} passed, ${failed} failed, ${results.filter((s) => s === 'SKIP').length} skipped\n`,
+);
 process.exitCode = failed === 0 && results.length > 0 ? 0 : 1;

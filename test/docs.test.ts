@@ -22,7 +22,12 @@ test('every relative link in the README and docs/ points at a file and heading t
   const { existsSync, readdirSync } = await import('node:fs');
   const { dirname, join, resolve } = await import('node:path');
   const root = new URL('..', import.meta.url).pathname;
-  const files = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   // GitHub's anchors: lower case, punctuation dropped, spaces to hyphens.
   const anchor = (heading: string) =>
     heading
@@ -30,8 +35,7 @@ test('every relative link in the README and docs/ points at a file and heading t
       .toLowerCase()
       .replace(/[^\p{L}\p{N}\s_-]/gu, '')
       .replace(/\s/g, '-');
-  const headings = (file: string) =>
-    new Set([...readFileSync(file, 'utf8').matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)));
+  const headings = (file: string) => new Set([...readFileSync(file, 'utf8').matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1]!)));
   const broken: string[] = [];
   for (const file of files) {
     const text = readFileSync(join(root, file), 'utf8').replace(/```[\s\S]*?```/g, '');

@@ -7,16 +7,18 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { repo, spawnReady, type SpawnedEmulator } from './cli/spawn-emulator.js';
-import { outputOf } from './support/cli.js';
+import { spawnReady, type SpawnedEmulator } from './cli/spawn-emulator.js';
+import { cliCommand, outputOf, repo } from './support/cli.js';
 
 /**
  * Commands left out, each with why. Every entry must still match a README command, so a stale one fails.
  * Keys are commands with their trailing `# comment` removed.
  */
 const LEFT_OUT: Record<string, string> = {
-  'npm pack --workspaces --include-workspace-root': "packs and builds both packages; CI's packed-install step (scripts/smoke-packed.mjs) does that",
-  'npm install --save-dev /path/to/forewarn-0.1.0.tgz /path/to/forewarn-client-0.1.0.tgz': "installs into another project; CI's packed-install step does that",
+  'npm pack --workspaces --include-workspace-root':
+    "packs and builds both packages; CI's packed-install step (scripts/smoke-packed.mjs) does that",
+  'npm install --save-dev /path/to/forewarn-0.1.0.tgz /path/to/forewarn-client-0.1.0.tgz':
+    "installs into another project; CI's packed-install step does that",
   'npm install': 'the test already runs in an installed clone; installing again would fetch from the registry',
   'npm start': 'runs until Ctrl-C; it is `forewarn emulator` with no flags, which this test starts as the default emulator',
   'npm test': 'the whole test suite, this test included',
@@ -32,9 +34,17 @@ const PLACEHOLDERS: [string, string][] = [
 
 /** What some blocks must print besides exiting 0, found by a command of the block. */
 const EXPECT: { command: string; output: RegExp; why: string }[] = [
-  { command: '/v1/clock/advance -d', output: /"EventStatus":"Started"/, why: 'the manual-clock example: the Freeze has Started after the advance' },
+  {
+    command: '/v1/clock/advance -d',
+    output: /"EventStatus":"Started"/,
+    why: 'the manual-clock example: the Freeze has Started after the advance',
+  },
   { command: 'npx forewarn approve C7061BAC', output: /^approved [0-9A-F-]{36}$/m, why: 'the approve example approves a live event' },
-  { command: 'trigger spot-eviction', output: /^operation [\s\S]*^operation [\s\S]*^operation [\s\S]*^operation [\s\S]*^operation \S+\nevent [0-9A-F-]{36}\n$/m, why: 'five triggers, five operations; the last evicts the Spot VM with an event' },
+  {
+    command: 'trigger spot-eviction',
+    output: /^operation [\s\S]*^operation [\s\S]*^operation [\s\S]*^operation [\s\S]*^operation \S+\nevent [0-9A-F-]{36}\n$/m,
+    why: 'five triggers, five operations; the last evicts the Spot VM with an event',
+  },
   { command: 'scenario run scenarios/spot-eviction.yaml', output: /passed: all \d+ steps/, why: 'the live scenario passes' },
   { command: 'scenario run live-migration --control', output: /passed: all \d+ steps/, why: 'the remote scenario passes' },
 ];
@@ -65,7 +75,10 @@ const isEmulator = (command: string) => /^npx forewarn emulator\b/.test(command)
 
 /** An emulator line, on free ports, in the background of nothing: the test holds it and reads its --json line. */
 function emulatorArgs(command: string): string {
-  let args = command.replace(/^npx forewarn emulator/, '').replace(/\s*&$/, '').replace(/:(8169|8170)\b/g, ':0');
+  let args = command
+    .replace(/^npx forewarn emulator/, '')
+    .replace(/\s*&$/, '')
+    .replace(/:(8169|8170)\b/g, ':0');
   if (!/--imds\b/.test(args)) args += ' --imds 127.0.0.1:0';
   if (!/--control\b/.test(args)) args += ' --control 127.0.0.1:0';
   return `exec forewarn emulator${args} --json`;
@@ -85,7 +98,10 @@ function substitute(command: string, emulator: SpawnedEmulator): string {
   return out;
 }
 
-async function runScript(script: string, env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runScript(
+  script: string,
+  env: Record<string, string | undefined>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn('bash', ['-c', script], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] });
   return outputOf(child);
 }
@@ -94,12 +110,21 @@ test('every README shell command runs against the shipped examples and exits 0',
   const blocks = shBlocks(readFileSync(join(repo, 'README.md'), 'utf8'));
   assert.ok(blocks.length >= 8, `found ${blocks.length} sh blocks`);
   const all = blocks.flatMap((b) => b.commands);
-  for (const command of Object.keys(LEFT_OUT)) assert.ok(all.includes(command), `LEFT_OUT names "${command}", which the README no longer has`);
-  for (const { command } of EXPECT) assert.ok(all.some((c) => c.includes(command)), `EXPECT names "${command}", which the README no longer has`);
-  for (const command of all) assert.doesNotMatch(command, /^forewarn\b/, `"${command}": in a clone the bin is not on PATH; write npx forewarn`);
+  for (const command of Object.keys(LEFT_OUT))
+    assert.ok(all.includes(command), `LEFT_OUT names "${command}", which the README no longer has`);
+  for (const { command } of EXPECT)
+    assert.ok(
+      all.some((c) => c.includes(command)),
+      `EXPECT names "${command}", which the README no longer has`,
+    );
+  for (const command of all)
+    assert.doesNotMatch(command, /^forewarn\b/, `"${command}": in a clone the bin is not on PATH; write npx forewarn`);
   for (const block of blocks.filter((b) => !b.run)) {
     for (const command of block.commands) {
-      assert.ok(command in LEFT_OUT, `README.md line ${block.line}: "${command}" is in a \`\`\`sh block that is not marked test, and not left out with a reason`);
+      assert.ok(
+        command in LEFT_OUT,
+        `README.md line ${block.line}: "${command}" is in a \`\`\`sh block that is not marked test, and not left out with a reason`,
+      );
     }
   }
 
@@ -108,8 +133,9 @@ test('every README shell command runs against the shipped examples and exits 0',
   const home = join(tmp, 'home');
   mkdirSync(bin);
   mkdirSync(home);
-  // `npx forewarn` in a clone runs the built bin; the test runs the source instead, so it checks the code as it is now.
-  writeFileSync(join(bin, 'forewarn'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(join(repo, 'src/cli/main.ts'))} "$@"\n`);
+  // `npx forewarn` in a clone runs the built bin; the test runs the current source instead, so it checks the code as it is now.
+  const [node, argv] = cliCommand([]);
+  writeFileSync(join(bin, 'forewarn'), `#!/bin/sh\nexec ${[node, ...argv].map((a) => JSON.stringify(a)).join(' ')} "$@"\n`);
   chmodSync(join(bin, 'forewarn'), 0o755);
   const base: Record<string, string | undefined> = { ...process.env, PATH: `${bin}:${process.env.PATH}`, HOME: home };
   for (const name of ['FOREWARN_ENDPOINT', 'FOREWARN_CONTROL', 'FOREWARN_TOKEN', 'FOREWARN_DEBUG']) delete base[name];
@@ -139,7 +165,11 @@ test('every README shell command runs against the shipped examples and exits 0',
           ...segment.map((c) => substitute(c, target)),
         ].join('\n');
         // FOREWARN_CONTROL stands for the default control URL (port 8170) that the commands leave implicit.
-        const result = await runScript(script, { ...base, README_CONTROL: target.ready.controlUrl, FOREWARN_CONTROL: target.ready.controlUrl });
+        const result = await runScript(script, {
+          ...base,
+          README_CONTROL: target.ready.controlUrl,
+          FOREWARN_CONTROL: target.ready.controlUrl,
+        });
         const where = `README.md block at line ${block.line}:\n${segment.join('\n')}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`;
         assert.equal(result.code, 0, where);
         for (const expect of EXPECT) {
@@ -165,7 +195,8 @@ test('every README shell command runs against the shipped examples and exits 0',
       }
     }
   } finally {
-    for (const emulator of started) if (emulator.child.exitCode === null && emulator.child.signalCode === null) await emulator.stop('SIGINT');
+    for (const emulator of started)
+      if (emulator.child.exitCode === null && emulator.child.signalCode === null) await emulator.stop('SIGINT');
     rmSync(tmp, { recursive: true, force: true });
   }
   t.diagnostic(`ran ${ran} README commands; left out ${Object.keys(LEFT_OUT).length}`);

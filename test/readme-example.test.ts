@@ -6,8 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { ManualClock } from '../src/emulator/engine/clock.js';
+import type { ManualClock } from '../src/shared/clock.js';
 import { Emulator } from '../src/emulator/emulator.js';
+import { waitFor } from './support/wait.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const clientEntry = fileURLToPath(new URL('../src/client/index.ts', import.meta.url));
@@ -17,16 +18,6 @@ function readmeExample(readme: string): string {
   const match = /<!-- readme-example -->\r?\n```ts\r?\n([\s\S]*?)\r?\n```/.exec(readme);
   assert.ok(match, 'README.md has no ```ts block right after <!-- readme-example -->');
   return match[1]!;
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 test('the README example is short, imports forewarn/client, and uses watch()', () => {
@@ -63,9 +54,9 @@ test('the README example prepares for, approves and recovers from a freeze on th
   try {
     const [id] = emulator.engine.createOperation({ type: 'freeze', vms: ['vm0'] }).events;
     assert.ok(id);
-    await waitFor(`prepare ${id}; ${output()}`, () => (stdout.includes(`prepare ${id}\n`) ? true : undefined));
+    await waitFor(`prepare ${id}; ${output()}`, () => stdout.includes(`prepare ${id}\n`), 20_000);
     // The program approved it: it starts now instead of at NotBefore, 15 minutes away.
-    await waitFor(`${id} Started; ${output()}`, () => (emulator.engine.event(id).status === 'Started' ? true : undefined));
+    await waitFor(`${id} Started; ${output()}`, () => emulator.engine.event(id).status === 'Started', 20_000);
     assert.deepEqual(
       emulator.engine.event(id).approvals.map((a) => a.vm),
       ['vm0'],
@@ -75,7 +66,7 @@ test('the README example prepares for, approves and recovers from a freeze on th
     assert.ok(endsAt !== null);
     (emulator.clock as ManualClock).advance(endsAt - emulator.clock.now() + 1_000);
     emulator.engine.tick();
-    await waitFor(`recover ${id}; ${output()}`, () => (stdout.includes(`recover ${id}\n`) ? true : undefined));
+    await waitFor(`recover ${id}; ${output()}`, () => stdout.includes(`recover ${id}\n`), 20_000);
     assert.equal(stdout, `prepare ${id}\nrecover ${id}\n`);
   } finally {
     child.kill('SIGTERM');

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { monotonicMs } from '../emulator/engine/clock.js';
+import { monotonicMs } from '../shared/clock.js';
 import { ENV_REF } from './config.js';
 import { execEnvironment } from './exec-env.js';
 import { GATE_SCRIPT, GROUP_GUARD, processStartTime, programProblem, signalGroup } from './process-group.js';
@@ -91,7 +91,10 @@ export async function runAction(action: Action, ctx: ActionContext): Promise<Act
       last = action.type === 'exec' ? await runExec(action, ctx) : await runHttp(action, ctx);
       if (last.ok) return done(true, attempts, null);
       const more = last.retry && n < retries && !ctx.signal.aborted;
-      ctx.logger.warn({ ...fields, attempt: attempts, error: last.error }, `${action.type} action ${action.name} failed${more ? '; retrying' : ''}`);
+      ctx.logger.warn(
+        { ...fields, attempt: attempts, error: last.error },
+        `${action.type} action ${action.name} failed${more ? '; retrying' : ''}`,
+      );
       if (!last.retry) break;
     }
     return done(false, attempts, last.error);
@@ -119,7 +122,10 @@ function describe(action: Action): object {
 
 function runLog(action: LogAction, ctx: ActionContext): void {
   const payload = eventPayload(ctx);
-  ctx.logger[action.level]({ action: action.name, event: payload }, action.message || `event ${payload.eventId}: ${payload.type} ${payload.status}`);
+  ctx.logger[action.level](
+    { action: action.name, event: payload },
+    action.message || `event ${payload.eventId}: ${payload.type} ${payload.status}`,
+  );
 }
 
 /** Keeps the last `limit` bytes of a stream. */
@@ -135,7 +141,10 @@ class Tail {
   text(): string {
     const all = Buffer.concat(this.#chunks);
     const cut = all.length > this.limit;
-    const s = all.subarray(Math.max(0, all.length - this.limit)).toString('utf8').trim();
+    const s = all
+      .subarray(Math.max(0, all.length - this.limit))
+      .toString('utf8')
+      .trim();
     return cut ? `…${s}` : s;
   }
 }
@@ -150,7 +159,12 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
   if (group) {
     // The gate's shell would report these as exit codes; say what spawn would have said.
     const problem = action.cwd !== null && !existsSync(action.cwd) ? 'ENOENT' : programProblem(program!, action.cwd, env.PATH);
-    if (problem !== null) return Promise.resolve({ ok: false, error: spawnError(Object.assign(new Error(problem), { code: problem }), program!, action.cwd), retry: false });
+    if (problem !== null)
+      return Promise.resolve({
+        ok: false,
+        error: spawnError(Object.assign(new Error(problem), { code: problem }), program!, action.cwd),
+        retry: false,
+      });
   }
 
   return new Promise<Attempt>((resolve) => {
@@ -322,7 +336,8 @@ async function runHttp(action: HttpAction, ctx: ActionContext): Promise<Attempt>
   } catch (err) {
     if (ctx.signal.aborted) return { ok: false, error: 'aborted', retry: false };
     const e = err as Error & { cause?: { code?: string; message?: string } };
-    if (e.name === 'TimeoutError' || e.name === 'AbortError') return { ok: false, error: `timed out after ${action.timeoutSeconds} s`, retry: true };
+    if (e.name === 'TimeoutError' || e.name === 'AbortError')
+      return { ok: false, error: `timed out after ${action.timeoutSeconds} s`, retry: true };
     const cause = e.cause?.code ?? e.cause?.message;
     return { ok: false, error: `request failed: ${e.message}${cause ? ` (${cause})` : ''}`, retry: true };
   } finally {

@@ -13,7 +13,7 @@ import {
   type ScheduledEvent,
 } from '../client/index.js';
 import { sleep as abortableSleep } from '../client/retry.js';
-import { wallClock } from '../emulator/engine/clock.js';
+import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
 import { resolveVmName } from './identity.js';
 import { Journal } from './journal.js';
@@ -245,7 +245,11 @@ export class Agent {
       const grace = this.config.shutdownGraceSeconds;
       this.#log.info({ runningActions: this.#running, graceSeconds: grace }, 'stopping: no more polling; waiting for running actions');
       graceTimer = setTimeout(() => {
-        if (this.#running > 0) this.#log.warn({ runningActions: this.#running }, 'shutdown grace is over: aborting running actions; they will run again at the next start');
+        if (this.#running > 0)
+          this.#log.warn(
+            { runningActions: this.#running },
+            'shutdown grace is over: aborting running actions; they will run again at the next start',
+          );
         this.#abortActions.abort();
       }, grace * 1000);
     };
@@ -291,7 +295,10 @@ export class Agent {
       journal.prune();
     } catch (err) {
       if (!isSpaceError(err)) throw err;
-      this.#log.error({ err: (err as Error).message, journal: this.config.journal }, 'the journal cannot be written at start-up; events will be held until it can');
+      this.#log.error(
+        { err: (err as Error).message, journal: this.config.journal },
+        'the journal cannot be written at start-up; events will be held until it can',
+      );
       this.#writeFailed(err as Error);
     }
     this.#log.info({ journal: this.config.journal, entries: journal.entries().length, dryRun: this.dryRun }, 'journal open');
@@ -364,7 +371,8 @@ export class Agent {
         );
       }
       // As watch() does: after failures the interval doubles, up to the client's longest backoff.
-      const base = failures === 0 ? intervalMs : Math.min(Math.max(intervalMs, this.#client.retry.maxDelayMs), intervalMs * 2 ** (failures - 1));
+      const base =
+        failures === 0 ? intervalMs : Math.min(Math.max(intervalMs, this.#client.retry.maxDelayMs), intervalMs * 2 ** (failures - 1));
       // ±10% so a fleet of VMs does not poll in step.
       const delay = base * (1 + 0.1 * (2 * Math.random() - 1));
       if (!(await this.#wait(delay, this.#stop.signal))) break;
@@ -387,7 +395,10 @@ export class Agent {
         this.#enqueue(this.#track(event, log), () => this.#recover(eventKey(entry.eventId), entry.outcome!));
       } else if (!present.has(eventKey(entry.eventId))) {
         const outcome = outcomeWhileAway(entry, this.#now());
-        log.info({ outcome, lastSeenStatus: entry.event.status, approved: entry.approval !== null }, `the event ended while the agent was not running: ${outcome}; recovering`);
+        log.info(
+          { outcome, lastSeenStatus: entry.event.status, approved: entry.approval !== null },
+          `the event ended while the agent was not running: ${outcome}; recovering`,
+        );
         this.#enqueue(this.#track(event, log), () => this.#recover(eventKey(entry.eventId), outcome));
       }
     }
@@ -434,7 +445,14 @@ export class Agent {
     tracked.rule = rule;
     const resumed = existing !== undefined;
     log.info(
-      { kind, status: event.status, rule: rule?.name ?? null, resumed, notBefore: event.notBefore?.toISOString() ?? null, resources: event.resources },
+      {
+        kind,
+        status: event.status,
+        rule: rule?.name ?? null,
+        resumed,
+        notBefore: event.notBefore?.toISOString() ?? null,
+        resources: event.resources,
+      },
       rule === null ? 'new event; no rule matches it: nothing to do' : resumed ? 'event known from the journal; carrying on' : 'new event',
     );
     if (rule === null) return;
@@ -492,7 +510,10 @@ export class Agent {
     if (seen === 'unjournaled') this.#goUnjournaled(tracked, log);
     const hadPrepared = Object.keys(entry.actions).some((k) => k.startsWith('prepare:')) || entry.approval !== null;
     if (tracked.event.status === 'Started' && !hadPrepared) {
-      log.warn({ rule: rule.name }, 'the event arrived already Started (e.g. a hardware failure): running the actions anyway; there is nothing to approve');
+      log.warn(
+        { rule: rule.name },
+        'the event arrived already Started (e.g. a hardware failure): running the actions anyway; there is nothing to approve',
+      );
     }
     const readyAt = this.#now();
     const early = rule.approval === 'immediately' ? this.#approve(tracked, rule, entry, readyAt) : null;
@@ -595,7 +616,11 @@ export class Agent {
       }
       if (this.#abortActions.signal.aborted || gateRefused) {
         // Left `running` in the journal on purpose: it runs again at the next start.
-        log.warn(gateRefused ? 'action not run: its process group could not be recorded; it will run again at the next start' : 'action aborted by shutdown; it will run again at the next start');
+        log.warn(
+          gateRefused
+            ? 'action not run: its process group could not be recorded; it will run again at the next start'
+            : 'action aborted by shutdown; it will run again at the next start',
+        );
         return false;
       }
       this.#write(() => this.#j.actionFinished(tracked.event.id, key, result, { unjournaled: unjournaled() }));
@@ -646,7 +671,10 @@ export class Agent {
     if (entry.approval !== null) {
       const sentAt = Date.parse(entry.approval.sentAt);
       if (!shouldResend(tracked.event, sentAt, this.#now())) {
-        log.info({ sentAt: entry.approval.sentAt, as: entry.approval.as, status: tracked.event.status }, 'already approved (journal): not sending it again');
+        log.info(
+          { sentAt: entry.approval.sentAt, as: entry.approval.as, status: tracked.event.status },
+          'already approved (journal): not sending it again',
+        );
         return;
       }
       log.warn({ sentAt: entry.approval.sentAt }, 'approved over a minute ago and still Scheduled: sending the approval once more');
@@ -659,7 +687,13 @@ export class Agent {
     }
     const firstSeenAt = Date.parse(entry.firstSeenAt);
     for (;;) {
-      const decision = decideApproval({ leader: this.config.leader, event: tracked.event, vmName: this.#vmName, firstSeenAt, now: this.#now() });
+      const decision = decideApproval({
+        leader: this.config.leader,
+        event: tracked.event,
+        vmName: this.#vmName,
+        firstSeenAt,
+        now: this.#now(),
+      });
       if (decision.kind === 'skip') {
         log.info({ reason: decision.reason }, 'not approving');
         return;
@@ -683,7 +717,7 @@ export class Agent {
     // An approval is sent only while the journal can record it: unrecorded, a restart would send it again.
     if ((await this.#durable(tracked, 'approval', { signal: waits })) !== 'written') return;
     if (tracked.unjournaled) return;
-    for (let failures = 0; ; ) {
+    for (let failures = 0; ;) {
       if (tracked.event.status !== 'Scheduled') {
         log.info({ status: tracked.event.status }, 'not approving: the event is no longer Scheduled');
         return;
@@ -727,7 +761,8 @@ export class Agent {
     }
     const phase: Phase = outcome === 'completed' ? 'complete' : 'cancel';
     const actions = rule === null ? [] : outcome === 'completed' ? rule.onComplete : rule.onCancel;
-    if (actions.length > 0) tracked.log.info({ phase, actions: actions.length }, outcome === 'completed' ? 'recovering' : 'undoing the preparation');
+    if (actions.length > 0)
+      tracked.log.info({ phase, actions: actions.length }, outcome === 'completed' ? 'recovering' : 'undoing the preparation');
     await this.#runPhase(tracked, phase, actions);
     // A stop mid-recovery leaves it unfinished in the journal; the next start completes it.
     if (!this.dryRun && !this.#phaseFinished(entry.eventId, phase, actions.length)) return;
@@ -798,7 +833,10 @@ export class Agent {
           for (const held of this.#held.values()) {
             if (now - held.loggedAt < HELD_LOG_EVERY_MS) continue;
             held.loggedAt = now;
-            held.log.error({ step: held.step, heldForSeconds: Math.round((now - held.since) / 1000), err: (err as Error).message }, 'still held back: the journal cannot be written');
+            held.log.error(
+              { step: held.step, heldForSeconds: Math.round((now - held.since) / 1000), err: (err as Error).message },
+              'still held back: the journal cannot be written',
+            );
           }
         }
       }
@@ -873,7 +911,12 @@ export class Agent {
     if (tracked.unjournaled) return;
     tracked.unjournaled = true;
     log.error(
-      { policy: this.config.journalUnwritable.policy, prepareWithinSeconds: this.config.journalUnwritable.prepareWithinSeconds, notBefore: tracked.event.notBefore?.toISOString() ?? null, status: tracked.event.status },
+      {
+        policy: this.config.journalUnwritable.policy,
+        prepareWithinSeconds: this.config.journalUnwritable.prepareWithinSeconds,
+        notBefore: tracked.event.notBefore?.toISOString() ?? null,
+        status: tracked.event.status,
+      },
       'the journal still cannot be written and NotBefore is near: preparing anyway, unjournaled, and not approving',
     );
   }

@@ -52,7 +52,11 @@ function eventVariables(payload: EventPayload): Record<string, string> {
  * The allowlist and the action's `passEnv` names (when set in `parent`), then the action's `env`,
  * then the event's FOREWARN_* variables, later ones winning. On Windows names match in any case.
  */
-export function execEnvironment(action: Pick<ExecAction, 'env' | 'passEnv'>, payload: EventPayload, parent: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function execEnvironment(
+  action: Pick<ExecAction, 'env' | 'passEnv'>,
+  payload: EventPayload,
+  parent: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   // Null prototype: a variable named __proto__ is a key like any other.
   const env = Object.create(null) as Record<string, string>;
   const wanted = [...EXEC_ENV_ALLOWLIST, ...action.passEnv];

@@ -6,7 +6,11 @@ import type { AgentConfig } from './types.js';
  * config.vmName, else IMDS compute's `name`. Scale-set instances come back as `set_instanceId`,
  * which `affects` matches against every form Resources uses.
  */
-export async function resolveVmName(config: AgentConfig, client: ScheduledEventsClient, options: { signal?: AbortSignal } = {}): Promise<string> {
+export async function resolveVmName(
+  config: AgentConfig,
+  client: ScheduledEventsClient,
+  options: { signal?: AbortSignal } = {},
+): Promise<string> {
   if (config.vmName !== null && config.vmName !== '') return config.vmName;
   let name: string;
   try {
@@ -18,7 +22,7 @@ export async function resolveVmName(config: AgentConfig, client: ScheduledEvents
     );
   }
   if (typeof name !== 'string' || name === '') {
-    throw new Error("IMDS compute metadata gave no VM name; set vmName in the agent config, or check IMDS");
+    throw new Error('IMDS compute metadata gave no VM name; set vmName in the agent config, or check IMDS');
   }
   return name;
 }

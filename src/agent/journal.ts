@@ -1,10 +1,17 @@
 // What the agent has done per event, on disk after every change, so a restart neither loses nor repeats work.
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { ensurePrivateDir, fsyncDirectory, nodeFileOps, removeStaleTempFiles, writeFileAtomicSync, type FileOps } from '../shared/atomic-file.js';
+import {
+  ensurePrivateDir,
+  fsyncDirectory,
+  nodeFileOps,
+  removeStaleTempFiles,
+  writeFileAtomicSync,
+  type FileOps,
+} from '../shared/atomic-file.js';
 import { z } from 'zod';
 import type { ScheduledEvent } from '../client/index.js';
-import { wallClock } from '../emulator/engine/clock.js';
+import { wallClock } from '../shared/clock.js';
 import type { ActionRecord, ActionResult, JournalEntry, ProcessRecord } from './types.js';
 
 export const JOURNAL_FORMAT = 'forewarn-agent-journal';

@@ -25,7 +25,10 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const base = { name: 'forewarn-agent' };
   if (usePretty) {
     // In-process and synchronous, so the last lines before exit are not lost to a worker thread.
-    return pino({ level, base }, pretty({ colorize: true, sync: true, singleLine: true, ignore: 'pid,hostname,name', translateTime: 'SYS:HH:MM:ss.l' }));
+    return pino(
+      { level, base },
+      pretty({ colorize: true, sync: true, singleLine: true, ignore: 'pid,hostname,name', translateTime: 'SYS:HH:MM:ss.l' }),
+    );
   }
   // Synchronous writes: a SIGKILL or process.exit must not swallow the journal of what was decided.
   const stream = options.destination ?? pino.destination({ dest: 1, sync: true });

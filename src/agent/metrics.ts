@@ -29,7 +29,12 @@ export class AgentMetrics {
       labelNames: ['type', 'status'],
       registers,
     });
-    this.actionsRun = new Counter({ name: `${p}actions_run_total`, help: 'Actions run, by phase and action name', labelNames: ['phase', 'action'], registers });
+    this.actionsRun = new Counter({
+      name: `${p}actions_run_total`,
+      help: 'Actions run, by phase and action name',
+      labelNames: ['phase', 'action'],
+      registers,
+    });
     this.actionsFailed = new Counter({
       name: `${p}actions_failed_total`,
       help: 'Actions that failed after their retries, by phase and action name',

@@ -129,7 +129,10 @@ export async function settleGroup(record: Pick<ProcessRecord, 'pgid' | 'startTim
 export function programProblem(program: string, cwd: string | null, path: string | undefined): 'ENOENT' | 'EACCES' | null {
   const candidates = program.includes('/')
     ? [isAbsolute(program) ? program : resolve(cwd ?? process.cwd(), program)]
-    : (path ?? '').split(delimiter).filter(Boolean).map((dir) => join(resolve(cwd ?? process.cwd(), dir), program));
+    : (path ?? '')
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(resolve(cwd ?? process.cwd(), dir), program));
   let found: 'ENOENT' | 'EACCES' = 'ENOENT';
   for (const candidate of candidates) {
     try {

@@ -120,7 +120,15 @@ export interface JournalEntry {
   firstSeenAt: string;
   rule: string | null;
   /** The event as last seen. */
-  event: { type: string; status: string; source: string | null; resources: string[]; notBefore: string | null; description: string; durationInSeconds: number };
+  event: {
+    type: string;
+    status: string;
+    source: string | null;
+    resources: string[];
+    notBefore: string | null;
+    description: string;
+    durationInSeconds: number;
+  };
   /** Keyed `${phase}:${index}` (e.g. `prepare:0`). */
   actions: Record<string, ActionRecord>;
   approval: { sentAt: string; as: 'leader' | 'standby' | 'any' } | null;

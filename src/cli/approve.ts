@@ -18,13 +18,22 @@ export interface ApproveRequest extends EndpointRequest {
 /** Checks the arguments without any I/O; problems are UsageErrors (exit 2). */
 export function parseApproveArgs(ids: readonly string[], flags: RawApproveFlags, env: Io['env'] = {}): ApproveRequest {
   // `approve A B` and `approve A,B` both name two events, as `trigger --vm` does.
-  const list = ids.flatMap((id) => id.split(',')).map((id) => id.trim()).filter((id) => id !== '');
+  const list = ids
+    .flatMap((id) => id.split(','))
+    .map((id) => id.trim())
+    .filter((id) => id !== '');
   if (list.length === 0) throw new UsageError('name at least one EVENT_ID');
   return { ...parseEndpointFlags(flags, env), ids: list, timeoutMs: parseTimeoutFlag(flags.timeout) };
 }
 
 export async function runApprove(request: ApproveRequest, io: Io, client?: ScheduledEventsClient, noticeAfterMs?: number): Promise<void> {
-  const waiting = { endpoint: request.endpoint, doing: `approving ${request.ids.join(' ')}`, timeoutMs: request.timeoutMs, io, noticeAfterMs };
+  const waiting = {
+    endpoint: request.endpoint,
+    doing: `approving ${request.ids.join(' ')}`,
+    timeoutMs: request.timeoutMs,
+    io,
+    noticeAfterMs,
+  };
   const watched = client ? { client, stop: () => {} } : watchedClient(request, waiting);
   try {
     await waitForImds(waiting, (signal) => watched.client.approve(request.ids, { signal }));

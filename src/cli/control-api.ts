@@ -1,6 +1,7 @@
 // How CLI commands talk to a running emulator's control API: one place for timeouts,
 // connection problems and the API's {"error"} answers.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { controlErrorOf } from '../protocol/control.js';
 import { CliError, UsageError } from './errors.js';
 
 export interface ControlCall {
@@ -40,8 +41,7 @@ export async function callControl(call: ControlCall, fetchImpl: typeof fetch = f
     data = undefined;
   }
   if (!response.ok) {
-    const message = (data as { error?: unknown } | undefined)?.error;
-    const why = `the control API refused: ${response.status} ${typeof message === 'string' ? message : response.statusText || text}`;
+    const why = `the control API refused: ${response.status} ${controlErrorOf(data)?.error ?? (response.statusText || text)}`;
     throw call.usageStatuses?.includes(response.status) ? new UsageError(why) : new CliError(why);
   }
   return { data, text };
@@ -53,7 +53,8 @@ function connectionProblem(err: unknown, controlUrl: string, timeoutMs: number):
     return `no answer from the control API at ${controlUrl} within ${timeoutMs / 1000} s`;
   }
   const code = e.cause?.code;
-  if (code === 'ECONNREFUSED') return `cannot reach the control API at ${controlUrl}: connection refused (is \`forewarn emulator\` running?)`;
+  if (code === 'ECONNREFUSED')
+    return `cannot reach the control API at ${controlUrl}: connection refused (is \`forewarn emulator\` running?)`;
   if (code === 'ENOTFOUND') return `cannot reach the control API at ${controlUrl}: unknown host`;
   return `cannot reach the control API at ${controlUrl}: ${e.cause?.message ?? e.message}`;
 }
@@ -71,15 +72,21 @@ const MAX_TOKEN_FILE_BYTES = 64 * 1024;
  * The token from --token, --token-file or env FOREWARN_TOKEN (an empty one means unset), with
  * warnings for the user. A token is one word: the Authorization header cannot carry spaces in it.
  */
-export function resolveToken(flags: TokenFlags, env: Record<string, string | undefined>): { token: string | undefined; warnings: string[] } {
-  if (flags.token !== undefined && flags.tokenFile !== undefined) throw new UsageError('give the token with --token or with --token-file, not both');
+export function resolveToken(
+  flags: TokenFlags,
+  env: Record<string, string | undefined>,
+): { token: string | undefined; warnings: string[] } {
+  if (flags.token !== undefined && flags.tokenFile !== undefined)
+    throw new UsageError('give the token with --token or with --token-file, not both');
   if (flags.tokenFile !== undefined) return readTokenFile(flags.tokenFile);
   if (flags.token !== undefined) {
     if (flags.token.trim() === '') throw new UsageError('--token must not be empty');
     checkTokenWord(flags.token, '--token');
     return {
       token: flags.token,
-      warnings: ['--token puts the token on the command line, where `ps` shows it to every user of this machine; use env FOREWARN_TOKEN or --token-file FILE instead'],
+      warnings: [
+        '--token puts the token on the command line, where `ps` shows it to every user of this machine; use env FOREWARN_TOKEN or --token-file FILE instead',
+      ],
     };
   }
   const fromEnv = env.FOREWARN_TOKEN || undefined;
@@ -107,7 +114,9 @@ export function readTokenFile(path: string): { token: string; warnings: string[]
     if (stat.isDirectory()) throw new UsageError(`${where}: is a directory, not a file`);
     // Mode bits say nothing on Windows.
     if (stat.isFile() && process.platform !== 'win32' && (stat.mode & 0o044) !== 0) {
-      const who = [(stat.mode & 0o040) !== 0 ? 'its group' : '', (stat.mode & 0o004) !== 0 ? 'other users' : ''].filter(Boolean).join(' and ');
+      const who = [(stat.mode & 0o040) !== 0 ? 'its group' : '', (stat.mode & 0o004) !== 0 ? 'other users' : '']
+        .filter(Boolean)
+        .join(' and ');
       const mode = (stat.mode & 0o777).toString(8).padStart(4, '0');
       warnings.push(`${path} is readable by ${who} (mode ${mode}), who can then drive the control API; run: chmod 600 ${path}`);
     }
@@ -131,7 +140,8 @@ function readCapped(fd: number, where: string): string {
     const n = readSync(fd, buffer, length, buffer.length - length, null);
     if (n === 0) break;
     length += n;
-    if (length > MAX_TOKEN_FILE_BYTES) throw new UsageError(`${where}: larger than ${MAX_TOKEN_FILE_BYTES / 1024} KiB; a token file holds just the token`);
+    if (length > MAX_TOKEN_FILE_BYTES)
+      throw new UsageError(`${where}: larger than ${MAX_TOKEN_FILE_BYTES / 1024} KiB; a token file holds just the token`);
   }
   return buffer.toString('utf8', 0, length);
 }

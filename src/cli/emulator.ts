@@ -3,7 +3,8 @@ import { createRequire } from 'node:module';
 import type { Command } from 'commander';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
 import { DEFAULT_FIRST_CALL_DELAY_SECONDS, type ActivationOptions } from '../emulator/engine/activation.js';
-import { MAX_FIRST_CALL_DELAY_SECONDS, parseTimingFactor } from '../emulator/engine/timing.js';
+import { MAX_FIRST_CALL_DELAY_SECONDS, TIMING_PROFILES, parseTimingFactor } from '../emulator/engine/timing.js';
+import { ACTIVATION_MODES, CLOCK_MODES, isOneOf } from '../protocol/control.js';
 import type { Emulator, EmulatorOptions } from '../emulator/emulator.js';
 import { launchEmulator, type EmulatorHandle } from '../emulator/library.js';
 import { EmulatorOptionError } from '../emulator/library-options.js';
@@ -14,6 +15,7 @@ import { FleetFileError, MAX_FLEET_VMS, MAX_REQUEST_VMS_RANGE, loadFleetFile } f
 import type { VmSpec } from '../emulator/engine/fleet.js';
 import { normalizeAllowedHost } from '../emulator/control/request-guard.js';
 import { isLoopback, parseHostPort, type HostPort } from './address.js';
+import { formatHostPort } from '../shared/host-port.js';
 import { resolveToken } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
@@ -48,7 +50,7 @@ export interface EmulatorCliOptions {
   fleetPath?: string | undefined;
   fleet?: VmSpec[] | undefined;
   timingFactor: number;
-  clock: 'system' | 'manual';
+  clock: (typeof CLOCK_MODES)[number];
   rateLimit: number;
   /** Ended events, finished operations and deleted VMs kept; the engine's default when absent. */
   historyLimit?: number | undefined;
@@ -75,7 +77,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {}): EmulatorCliOptions {
   const activation = parseActivation(flags.activation ?? 'off', flags.activationDelay);
   const clock = flags.clock ?? 'system';
-  if (clock !== 'system' && clock !== 'manual') throw new UsageError(`--clock must be system or manual, got "${clock}"`);
+  if (!isOneOf(CLOCK_MODES, clock)) throw new UsageError(`--clock must be ${CLOCK_MODES.join(' or ')}, got "${clock}"`);
   let timingFactor: number;
   try {
     timingFactor = parseTimingFactor(flags.timing ?? 'realistic');
@@ -152,7 +154,7 @@ function wholeNumber(flag: string, text: string | undefined, fallback: number, r
 }
 
 function parseActivation(mode: string, delayText: string | undefined): ActivationOptions {
-  if (mode !== 'realistic' && mode !== 'off') throw new UsageError(`--activation must be realistic or off, got "${mode}"`);
+  if (!isOneOf(ACTIVATION_MODES, mode)) throw new UsageError(`--activation must be ${ACTIVATION_MODES.join(' or ')}, got "${mode}"`);
   if (mode === 'off') {
     // Silently ignoring it would leave the user wondering why nothing is delayed.
     if (delayText !== undefined) throw new UsageError('--activation-delay applies only with --activation realistic');
@@ -217,7 +219,10 @@ export async function startEmulator(options: EmulatorCliOptions, io: Io, logStre
 }
 
 function listenProblem(err: NodeJS.ErrnoException & { address?: string; port?: number }, options: EmulatorCliOptions): string {
-  const where = err.address !== undefined && err.port !== undefined ? `${err.address}:${err.port}` : `${options.imds.host}/${options.control.host}`;
+  const where =
+    err.address !== undefined && err.port !== undefined
+      ? formatHostPort(err.address, err.port)
+      : `${options.imds.host}/${options.control.host}`;
   if (err.code === 'EADDRINUSE') return `cannot listen on ${where}: the address is already in use (is another emulator running?)`;
   if (err.code === 'EACCES') return `cannot listen on ${where}: permission denied`;
   if (err.code === 'EADDRNOTAVAIL') return `cannot listen on ${where}: no such local address`;
@@ -269,7 +274,7 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
     if (options.clock === 'manual') {
       lines.push(
         // NotBefore is rounded up to a whole second and this clock started mid-second: 900 s can fall just short.
-        'Move the manual clock past the Freeze\'s NotBefore (15 minutes, rounded up to a whole second):',
+        "Move the manual clock past the Freeze's NotBefore (15 minutes, rounded up to a whole second):",
         `  curl -s -X POST${auth} -H 'Content-Type: application/json' -d '{"seconds":901}' ${urls.controlUrl}/v1/clock/advance`,
       );
     }
@@ -279,7 +284,8 @@ export function banner(emulator: Emulator, urls: { imdsUrl: string; controlUrl: 
 }
 
 function activationLine(options: EmulatorCliOptions): string {
-  const nominal = options.activation.mode === 'realistic' ? (options.activation.firstCallDelaySeconds ?? DEFAULT_FIRST_CALL_DELAY_SECONDS) : 0;
+  const nominal =
+    options.activation.mode === 'realistic' ? (options.activation.firstCallDelaySeconds ?? DEFAULT_FIRST_CALL_DELAY_SECONDS) : 0;
   const seconds = nominal / options.timingFactor;
   const scaled = options.timingFactor === 1 ? `${nominal} s` : `${round(seconds)} s (${nominal} s at timing x${options.timingFactor})`;
   return options.clock === 'manual'
@@ -309,15 +315,22 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     .option('--imds <HOST:PORT>', 'where IMDS listens', DEFAULT_IMDS)
     .option('--control <HOST:PORT>', 'where the control API listens', DEFAULT_CONTROL)
     .option('--fleet <FILE>', 'fleet of VMs, tenants and hosts (YAML or JSON); default: one standalone VM "vm0"')
-    .option('--timing <realistic|dev|FACTOR>', 'speed of every duration: realistic, dev (60x faster) or a factor', 'realistic')
-    .option('--clock <system|manual>', 'system time, or a clock moved through the control API', 'system')
+    .option(
+      `--timing <${Object.keys(TIMING_PROFILES).join('|')}|FACTOR>`,
+      `speed of every duration: realistic, dev (${TIMING_PROFILES.dev}x faster) or a factor`,
+      'realistic',
+    )
+    .option(`--clock <${CLOCK_MODES.join('|')}>`, 'system time, or a clock moved through the control API', 'system')
     .option('--rate-limit <N>', 'IMDS requests a second per VM before 429; 0 turns it off', String(DEFAULT_RATE_LIMIT))
     .option(
       '--history-limit <N>',
       `ended events, finished operations and deleted VMs the emulator keeps, oldest out first; 0 keeps none (default ${DEFAULT_HISTORY_LIMIT})`,
     )
-    .option('--activation <realistic|off>', "realistic: a VM's first request enables Scheduled Events after a delay", 'off')
-    .option('--activation-delay <SECONDS>', `with --activation realistic, how long a first request is held: 0-${MAX_FIRST_CALL_DELAY_SECONDS} (default ${DEFAULT_FIRST_CALL_DELAY_SECONDS})`)
+    .option(`--activation <${ACTIVATION_MODES.join('|')}>`, "realistic: a VM's first request enables Scheduled Events after a delay", 'off')
+    .option(
+      '--activation-delay <SECONDS>',
+      `with --activation realistic, how long a first request is held: 0-${MAX_FIRST_CALL_DELAY_SECONDS} (default ${DEFAULT_FIRST_CALL_DELAY_SECONDS})`,
+    )
     .option('--state <FILE>', 'keep state in FILE across restarts')
     .option('--token <TOKEN>', 'bearer token the control API requires; `ps` shows it, so prefer env FOREWARN_TOKEN or --token-file')
     .option('--token-file <FILE>', 'read the bearer token from FILE (mode 600), so it stays out of `ps`')
@@ -328,9 +341,15 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     )
     .option('--max-streams <N>', `event streams (GET /v1/stream) open at once; more get 503 (default ${DEFAULT_MAX_STREAMS})`)
     .option('--stream-buffer-kib <N>', `unsent KiB a stream may hold before the emulator drops it (default ${DEFAULT_STREAM_BUFFER_KIB})`)
-    .option('--max-request-vms <N>', `most VMs one control API request may build, e.g. a posted scenario's fleet (default ${MAX_FLEET_VMS}); --fleet files are not limited`)
+    .option(
+      '--max-request-vms <N>',
+      `most VMs one control API request may build, e.g. a posted scenario's fleet (default ${MAX_FLEET_VMS}); --fleet files are not limited`,
+    )
     .option('--log-level <LEVEL>', 'server log level on stderr (env FOREWARN_LOG_LEVEL)')
-    .option('--json', 'print one JSON line on stdout once listening ({"event":"ready",imdsUrl,controlUrl,dashboardUrl,pid,version}); the banner goes to stderr')
+    .option(
+      '--json',
+      'print one JSON line on stdout once listening ({"event":"ready",imdsUrl,controlUrl,dashboardUrl,pid,version}); the banner goes to stderr',
+    )
     .action(async (flags: RawEmulatorFlags) => {
       const options = parseEmulatorOptions(flags, io.env);
       const { emulator } = await startEmulator(options, io);

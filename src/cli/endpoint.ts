@@ -1,11 +1,5 @@
 // What `events`, `approve` and `watch` share: where IMDS is, which api-version, and how the SDK's failures read.
-import {
-  DEFAULT_ENDPOINT,
-  ImdsError,
-  ImdsProtocolError,
-  ImdsUnavailableError,
-  ScheduledEventsClient,
-} from '../client/index.js';
+import { DEFAULT_ENDPOINT, ImdsError, ImdsProtocolError, ImdsUnavailableError, ScheduledEventsClient } from '../client/index.js';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
@@ -49,7 +43,8 @@ export function parseEndpointFlags(flags: EndpointFlags, env: Io['env'] = {}): E
     throw new UsageError(`${source} must be a URL such as ${DEFAULT_ENDPOINT} or http://127.0.0.1:8169/vms/vm0, got "${given}"`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`${source} must be an http(s) URL, got "${given}"`);
-  if (url.search !== '' || url.hash !== '') throw new UsageError(`${source} must be a base URL without ?query or #fragment, got "${given}"`);
+  if (url.search !== '' || url.hash !== '')
+    throw new UsageError(`${source} must be a base URL without ?query or #fragment, got "${given}"`);
   const apiVersion = flags.apiVersion?.trim();
   if (apiVersion !== undefined && !/^\d{4}-\d{2}-\d{2}$/.test(apiVersion)) {
     throw new UsageError(`--api-version must be a date such as 2020-07-01, got "${flags.apiVersion}"`);

@@ -1,7 +1,7 @@
 // `forewarn events`: the current Scheduled Events document, as a table or as IMDS sent it.
 import type { Command } from 'commander';
 import type { EventsDocument, ScheduledEvent, ScheduledEventsClient } from '../client/index.js';
-import { wallClock } from '../emulator/engine/clock.js';
+import { wallClock } from '../shared/clock.js';
 import { API_VERSION_HELP, ENDPOINT_HELP, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
 import type { Io } from './errors.js';
 import { TIMEOUT_HELP, parseTimeoutFlag, waitForImds, watchedClient } from './waiting.js';
@@ -31,7 +31,13 @@ export function parseEventsArgs(flags: RawEventsFlags, env: Io['env'] = {}): Eve
 }
 
 export async function runEvents(request: EventsRequest, io: Io, deps: EventsDeps = {}): Promise<EventsDocument> {
-  const waiting = { endpoint: request.endpoint, doing: 'reading the events', timeoutMs: request.timeoutMs, io, noticeAfterMs: deps.noticeAfterMs };
+  const waiting = {
+    endpoint: request.endpoint,
+    doing: 'reading the events',
+    timeoutMs: request.timeoutMs,
+    io,
+    noticeAfterMs: deps.noticeAfterMs,
+  };
   const watched = deps.client ? { client: deps.client, stop: () => {} } : watchedClient(request, waiting);
   let doc: EventsDocument;
   try {
@@ -100,7 +106,15 @@ export function formatShortIso(at: Date): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => `${r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd()}\n`).join('');
+  return rows
+    .map(
+      (r) =>
+        `${r
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }
 
 export function registerEventsCommand(program: Command, io: Io): void {

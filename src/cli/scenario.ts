@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { Emulator } from '../emulator/emulator.js';
 import { TIMING_PROFILES, parseTimingFactor } from '../emulator/engine/timing.js';
+import type { ScenarioRun } from '../emulator/control/schemas.js';
 import type { Scenario, ScenarioReport, StepReport } from '../emulator/scenarios/format.js';
 import { builtinScenarios, loadBuiltinScenario } from '../emulator/scenarios/library.js';
 import { ScenarioError, loadScenarioFile } from '../emulator/scenarios/load.js';
@@ -82,13 +83,24 @@ export function parseScenarioRunArgs(target: string, flags: RawScenarioRunFlags,
     } catch {
       throw new UsageError(`--control must be a URL such as http://127.0.0.1:8170, got "${flags.control}"`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--control must be an http(s) URL, got "${flags.control}"`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageError(`--control must be an http(s) URL, got "${flags.control}"`);
   } else if (flags.imds !== undefined && clock !== 'system') {
     throw new UsageError('--imds needs --clock system: a manual-clock run is instant, with no IMDS to watch');
   }
   const imds = parseHostPort(flags.imds ?? DEFAULT_IMDS, '--imds');
   const { token, warnings } = resolveToken(flags, env);
-  return { scenario: resolveScenario(target), timing: flags.timing, timingFactor, clock, imds, controlUrl, token, warnings, json: flags.json ?? false };
+  return {
+    scenario: resolveScenario(target),
+    timing: flags.timing,
+    timingFactor,
+    clock,
+    imds,
+    controlUrl,
+    token,
+    warnings,
+    json: flags.json ?? false,
+  };
 }
 
 function timingName(factor: number): string {
@@ -124,7 +136,11 @@ export async function runScenarioCommand(request: ScenarioRunRequest, io: Io): P
     report = await whileInterruptible(interrupted, io, (signal) => runRemote(request, print, signal, io));
   } else if (request.clock === 'manual') {
     print(`timing ${timingName(request.timingFactor)}, manual clock\n`);
-    report = await runScenario(scenario, { clock: 'manual', timingFactor: request.timingFactor, onStep: (step) => print(formatStep(step)) });
+    report = await runScenario(scenario, {
+      clock: 'manual',
+      timingFactor: request.timingFactor,
+      onStep: (step) => print(formatStep(step)),
+    });
   } else {
     report = await whileInterruptible(interrupted, io, (signal) => runLive(request, print, signal));
   }
@@ -171,11 +187,17 @@ async function runLive(request: ScenarioRunRequest, print: (text: string) => voi
   } catch (err) {
     await emulator.close();
     const e = err as NodeJS.ErrnoException;
-    throw new CliError(`cannot listen on ${request.imds.host}:${request.imds.port}: ${e.code === 'EADDRINUSE' ? 'the address is already in use' : e.message}`);
+    throw new CliError(
+      `cannot listen on ${request.imds.host}:${request.imds.port}: ${e.code === 'EADDRINUSE' ? 'the address is already in use' : e.message}`,
+    );
   }
   const vms = scenario.fleet.map((vm) => vm.name);
   print(`timing ${timingName(request.timingFactor)}, system clock; IMDS at ${urls.imdsUrl}\n`);
-  print(vms.length === 1 ? `VM ${vms[0]} is the only VM: plain /metadata/scheduledevents is its document\n` : `VMs ${vms.join(', ')}: ${urls.imdsUrl}/vms/NAME/metadata/scheduledevents\n`);
+  print(
+    vms.length === 1
+      ? `VM ${vms[0]} is the only VM: plain /metadata/scheduledevents is its document\n`
+      : `VMs ${vms.join(', ')}: ${urls.imdsUrl}/vms/NAME/metadata/scheduledevents\n`,
+  );
   print(`control API and dashboard at ${urls.controlUrl}; Ctrl-C stops the run\n`);
   try {
     return await runScenario(scenario, {
@@ -191,13 +213,14 @@ async function runLive(request: ScenarioRunRequest, print: (text: string) => voi
 
 interface RunAnswer {
   run: string;
-  status: 'running' | 'passed' | 'failed' | 'aborted';
+  status: ScenarioRun['status'];
   report: ScenarioReport;
 }
 
 async function runRemote(request: ScenarioRunRequest, print: (text: string) => void, signal: AbortSignal, io: Io): Promise<ScenarioReport> {
   const base = request.controlUrl!;
-  const timing = request.timing === undefined ? undefined : Number.isFinite(Number(request.timing)) ? Number(request.timing) : request.timing;
+  const timing =
+    request.timing === undefined ? undefined : Number.isFinite(Number(request.timing)) ? Number(request.timing) : request.timing;
   const body = { scenario: request.scenario.source, ...(timing !== undefined ? { timing } : {}) };
   let answer = await call(base, '/v1/scenarios', request.token, body);
   print(`timing ${timingName(answer.report.timing)}, the ${answer.report.clock} clock of ${base}\n`);
@@ -217,7 +240,9 @@ async function runRemote(request: ScenarioRunRequest, print: (text: string) => v
         resolve();
       }
     });
-    answer = signal.aborted ? await cancelRemote(base, answer, request.token, io) : await call(base, `/v1/scenarios/${answer.run}`, request.token);
+    answer = signal.aborted
+      ? await cancelRemote(base, answer, request.token, io)
+      : await call(base, `/v1/scenarios/${answer.run}`, request.token);
     show();
   }
   return answer.report;
@@ -249,7 +274,8 @@ async function call(controlUrl: string, path: string, token: string | undefined,
     usageStatuses: [400, 404, 409],
   });
   const answer = data as RunAnswer | undefined;
-  if (!answer || typeof answer.run !== 'string' || typeof answer.report !== 'object') throw new CliError(`unexpected answer from ${url}: ${text.slice(0, 200)}`);
+  if (!answer || typeof answer.run !== 'string' || typeof answer.report !== 'object')
+    throw new CliError(`unexpected answer from ${url}: ${text.slice(0, 200)}`);
   return answer;
 }
 
@@ -262,7 +288,13 @@ export function registerScenarioCommand(program: Command, io: Io): void {
     .action((flags: { json?: boolean }) => {
       const all = builtinScenarios();
       if (flags.json) {
-        io.stdout(`${JSON.stringify(all.map((s) => ({ name: s.name, description: s.description })), null, 2)}\n`);
+        io.stdout(
+          `${JSON.stringify(
+            all.map((s) => ({ name: s.name, description: s.description })),
+            null,
+            2,
+          )}\n`,
+        );
         return;
       }
       const width = Math.max(...all.map((s) => s.name.length));
@@ -286,7 +318,10 @@ export function registerScenarioCommand(program: Command, io: Io): void {
     .command('run')
     .description('play a built-in or a file; exit 0 when every expectation holds, 1 when one fails')
     .argument('<NAME|FILE>')
-    .option('--timing <realistic|dev|FACTOR>', 'realistic (default), dev (60x faster) or a factor')
+    .option(
+      `--timing <${Object.keys(TIMING_PROFILES).join('|')}|FACTOR>`,
+      `realistic (default), dev (${TIMING_PROFILES.dev}x faster) or a factor`,
+    )
     .option('--clock <manual|system>', 'manual runs instantly (default); system plays it in real time on an emulator')
     .option('--imds <HOST:PORT>', `with --clock system: where its IMDS listens (default ${DEFAULT_IMDS})`)
     .option('--control <URL>', 'run it on the emulator at this control API instead')

@@ -48,7 +48,10 @@ export function parseTriggerArgs(operation: string, flags: RawTriggerFlags, env:
     throw new UsageError(`unknown operation "${operation}"; expected one of ${OPERATION_TYPES.join(', ')}`);
   }
   // `--vm a b`, `--vm a --vm b` and `--vm a,b` all name two VMs.
-  const vms = (flags.vm ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const vms = (flags.vm ?? [])
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
   const targets = [vms.length > 0, flags.host !== undefined, flags.tenant !== undefined].filter(Boolean).length;
   if (targets !== 1) throw new UsageError('name the target with exactly one of --vm NAME..., --host HOST or --tenant TENANT');
   const body: TriggerRequest['body'] = { type: operation };

@@ -1,7 +1,7 @@
 // `forewarn watch`: one line per change as it happens, until SIGINT or SIGTERM.
 import type { Command } from 'commander';
 import type { EventChange, Health, ScheduledEventsClient } from '../client/index.js';
-import { wallClock } from '../emulator/engine/clock.js';
+import { wallClock } from '../shared/clock.js';
 import { formatIso } from '../protocol/time.js';
 import {
   API_VERSION_HELP,

@@ -163,7 +163,8 @@ export class ScheduledEventsClient {
   async approve(eventIds: string | readonly string[], options: { signal?: AbortSignal } = {}): Promise<void> {
     const ids = typeof eventIds === 'string' ? [eventIds] : [...eventIds];
     for (const id of ids) {
-      if (typeof id !== 'string' || id.trim() === '') throw new TypeError(`an EventId must be a non-empty string, got ${JSON.stringify(id)}`);
+      if (typeof id !== 'string' || id.trim() === '')
+        throw new TypeError(`an EventId must be a non-empty string, got ${JSON.stringify(id)}`);
     }
     if (ids.length === 0) return;
     await this.#request({

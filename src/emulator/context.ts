@@ -1,5 +1,5 @@
 // What the HTTP surfaces share: one engine and the knobs around it.
-import type { Clock } from './engine/clock.js';
+import type { Clock } from '../shared/clock.js';
 import type { Engine } from './engine/engine.js';
 import type { FaultRegistry } from './faults.js';
 import type { RateLimiter } from './rate-limit.js';

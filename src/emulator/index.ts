@@ -2,5 +2,5 @@
 export { EmulatorHandle, startEmulator } from './library.js';
 export { EmulatorOptionError, type Address, type FleetDefinition, type StartEmulatorOptions } from './library-options.js';
 export type { VmSpec } from './engine/fleet.js';
-export type { Clock } from './engine/clock.js';
+export type { Clock } from '../shared/clock.js';
 export { ControlApiError, ControlConnectionError } from '../control/errors.js';

@@ -43,7 +43,8 @@ export function checkSnapshot(snapshot: EngineSnapshot): SnapshotProblem[] {
 
   time(['savedAt'], snapshot.savedAt);
   if (Number.isFinite(snapshot.savedAt) && (snapshot.savedAt < 0 || snapshot.savedAt > MAX_SAVED_AT_MS)) {
-    if (Math.abs(snapshot.savedAt) <= MAX_EPOCH_MS) add(['savedAt'], `${snapshot.savedAt} is outside 1970 to 9999; the state cannot have been saved then`);
+    if (Math.abs(snapshot.savedAt) <= MAX_EPOCH_MS)
+      add(['savedAt'], `${snapshot.savedAt} is outside 1970 to 9999; the state cannot have been saved then`);
   }
 
   // The fleet obeys the same rules as when it was built.
@@ -70,7 +71,12 @@ export function checkSnapshot(snapshot: EngineSnapshot): SnapshotProblem[] {
     checkEvent(e, at, add, time);
     // A live event's operation is running, and running operations are never forgotten.
     if (operations.get(e.operationId)?.status !== 'running') {
-      add([...at, 'operationId'], operations.has(e.operationId) ? `operation ${e.operationId} has finished, yet this event is live` : `no operation with id ${e.operationId}`);
+      add(
+        [...at, 'operationId'],
+        operations.has(e.operationId)
+          ? `operation ${e.operationId} has finished, yet this event is live`
+          : `no operation with id ${e.operationId}`,
+      );
     }
     const tenant = fleet.tenants.get(e.tenant);
     // The engine ends a tenant's events silently when its last VM goes.
@@ -130,7 +136,7 @@ function checkFleet(specs: readonly VmSpec[], at: Path, add: (path: Path, messag
       fleet.add(spec);
     } catch (err) {
       if (!(err instanceof EngineError)) throw err;
-      const field = fleetRuleField(err.message);
+      const field = fleetRuleField(err);
       add(field ? [...at, i, field] : [...at, i], `VM '${spec.name}': ${err.message}`);
     }
   });

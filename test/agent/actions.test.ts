@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
@@ -12,9 +11,10 @@ import { runAction } from '../../src/agent/actions.js';
 import { EXEC_ENV_ALLOWLIST } from '../../src/agent/exec-env.js';
 import type { ActionContext, ExecAction, HttpAction, LogAction } from '../../src/agent/types.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
+import { SCHEDULED_EVENT_FIELDS, scheduledEvent } from '../support/fixtures.js';
+import { tempDir } from '../support/temp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-actions-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('actions');
 
 let fileNo = 0;
 const tmp = (name: string) => join(dir, `${fileNo++}-${name}`);
@@ -48,21 +48,7 @@ process.exit(n <= Number(failures) ? 1 : 0);
 `,
 );
 
-function ev(over: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    id: 'EVT-1',
-    status: 'Scheduled',
-    type: 'Reboot',
-    resourceType: 'VirtualMachine',
-    resources: ['web-0', 'web-1'],
-    notBefore: new Date('2030-01-01T00:15:00Z'),
-    description: 'Host server is undergoing maintenance.',
-    source: 'Platform',
-    durationInSeconds: 15,
-    raw: {},
-    ...over,
-  };
-}
+const ev = (over: Partial<ScheduledEvent> = {}): ScheduledEvent => scheduledEvent({ id: 'EVT-1', durationInSeconds: 15, ...over });
 
 interface LogLine {
   level: 'info' | 'warn' | 'error';
@@ -93,6 +79,11 @@ function exec(argv: string[], over: Partial<ExecAction> = {}): ExecAction {
 
 const node = (path: string, ...args: string[]) => [process.execPath, path, ...args];
 
+/** What an action is handed about ev() (as stdin JSON, or as the HTTP body) in that phase. */
+function payload(phase: string): Record<string, unknown> {
+  return { eventId: 'EVT-1', ...SCHEDULED_EVENT_FIELDS, durationInSeconds: 15, vmName: 'web-0', phase, idempotencyKey: 'EVT-1' };
+}
+
 describe('runAction: exec', () => {
   it('succeeds on exit code 0', async () => {
     const out = tmp('out.json');
@@ -108,19 +99,7 @@ describe('runAction: exec', () => {
     const result = await runAction(exec(node(echoScript, out), { env: { EXTRA: 'yes' }, cwd: dir }), context({ phase: 'complete' }));
     assert.equal(result.ok, true, result.error ?? '');
     const got = JSON.parse(readFileSync(out, 'utf8'));
-    assert.deepEqual(JSON.parse(got.stdin), {
-      eventId: 'EVT-1',
-      type: 'Reboot',
-      status: 'Scheduled',
-      source: 'Platform',
-      resources: ['web-0', 'web-1'],
-      notBefore: '2030-01-01T00:15:00.000Z',
-      description: 'Host server is undergoing maintenance.',
-      durationInSeconds: 15,
-      vmName: 'web-0',
-      phase: 'complete',
-      idempotencyKey: 'EVT-1',
-    });
+    assert.deepEqual(JSON.parse(got.stdin), payload('complete'));
     // Only the event's FOREWARN_* variables: the agent's own (FOREWARN_ENDPOINT, say) are not passed on.
     assert.deepEqual(got.env, {
       EXTRA: 'yes',
@@ -141,11 +120,23 @@ describe('runAction: exec', () => {
 
   it('gives the program a clean environment: the allowlist, passEnv, env and the event, never the rest', async () => {
     const out = tmp('env.json');
-    const dump = script('dump-env', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`);
+    const dump = script(
+      'dump-env',
+      `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`,
+    );
     const saved = { ...process.env };
-    Object.assign(process.env, { FOREWARN_TEST_SECRET: 'hunter2', AGENT_API_TOKEN: 'sekrit', WANTED_BY_ACTION: 'passed', LANG: 'C.UTF-8', FOREWARN_ENDPOINT: 'http://x' });
+    Object.assign(process.env, {
+      FOREWARN_TEST_SECRET: 'hunter2',
+      AGENT_API_TOKEN: 'sekrit',
+      WANTED_BY_ACTION: 'passed',
+      LANG: 'C.UTF-8',
+      FOREWARN_ENDPOINT: 'http://x',
+    });
     try {
-      const result = await runAction(exec(node(dump, out), { passEnv: ['WANTED_BY_ACTION', 'NOT_SET_ANYWHERE'], env: { EXTRA: 'yes' } }), context());
+      const result = await runAction(
+        exec(node(dump, out), { passEnv: ['WANTED_BY_ACTION', 'NOT_SET_ANYWHERE'], env: { EXTRA: 'yes' } }),
+        context(),
+      );
       assert.equal(result.ok, true, result.error ?? '');
     } finally {
       for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
@@ -224,7 +215,12 @@ describe('runAction: exec', () => {
     const victim = tmp('victim');
     writeFileSync(victim, 'still here');
     const nasty = `$(touch ${pwned}) ; rm -rf ${victim} \`touch ${pwned}\` | && "quotes" 'single' > ${pwned} \n newline`;
-    const event = ev({ id: `id-$(touch ${pwned})`, description: nasty, resources: [`$(touch ${pwned})`, 'web-0;touch x'], type: `Reboot;touch ${pwned}` });
+    const event = ev({
+      id: `id-$(touch ${pwned})`,
+      description: nasty,
+      resources: [`$(touch ${pwned})`, 'web-0;touch x'],
+      type: `Reboot;touch ${pwned}`,
+    });
     const ctx = context({ event, vmName: `web-0 && touch ${pwned}`, idempotencyKey: event.id });
 
     const out = tmp('out.json');
@@ -356,7 +352,13 @@ describe('runAction: http', () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const r = { method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now() };
+      const r = {
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: performance.now(),
+      };
       received.push(r);
       handler(r, res);
     });
@@ -400,19 +402,7 @@ describe('runAction: http', () => {
     assert.equal(req!.url, '/hook');
     assert.equal(req!.headers['idempotency-key'], 'EVT-1');
     assert.equal(req!.headers['content-type'], 'application/json');
-    assert.deepEqual(JSON.parse(req!.body), {
-      eventId: 'EVT-1',
-      type: 'Reboot',
-      status: 'Scheduled',
-      source: 'Platform',
-      resources: ['web-0', 'web-1'],
-      notBefore: '2030-01-01T00:15:00.000Z',
-      description: 'Host server is undergoing maintenance.',
-      durationInSeconds: 15,
-      vmName: 'web-0',
-      phase: 'prepare',
-      idempotencyKey: 'EVT-1',
-    });
+    assert.deepEqual(JSON.parse(req!.body), payload('prepare'));
   });
 
   it('sends the configured body and method instead', async () => {
@@ -437,7 +427,10 @@ describe('runAction: http', () => {
     const gap2 = received[2]!.at - received[1]!.at;
     assert.ok(gap1 >= 95, `first backoff ${gap1} ms`);
     assert.ok(gap2 >= 195, `second backoff ${gap2} ms`);
-    assert.ok(received.every((r) => r.headers['idempotency-key'] === 'EVT-1'), 'the same key on every attempt');
+    assert.ok(
+      received.every((r) => r.headers['idempotency-key'] === 'EVT-1'),
+      'the same key on every attempt',
+    );
     assert.deepEqual(
       ctx.logs.map((l) => (l.obj as { error: string }).error),
       ['HTTP 500: overloaded', 'HTTP 500: overloaded'],
@@ -472,7 +465,9 @@ describe('runAction: http', () => {
     const gc = runInNewContext('gc') as () => void;
     const collecting = setInterval(gc, 10);
     const started = performance.now();
-    const result = await runAction(http({ timeoutSeconds: 0.2, retries: 1, backoffSeconds: 0 }), context()).finally(() => clearInterval(collecting));
+    const result = await runAction(http({ timeoutSeconds: 0.2, retries: 1, backoffSeconds: 0 }), context()).finally(() =>
+      clearInterval(collecting),
+    );
     assert.equal(result.ok, false);
     assert.equal(result.attempts, 2);
     assert.equal(result.error, 'timed out after 0.2 s');
@@ -510,7 +505,10 @@ describe('runAction: http', () => {
     process.env.FOREWARN_TEST_PATH = 'drain';
     try {
       const result = await runAction(
-        http({ url: `${base}/\${env:FOREWARN_TEST_PATH}?x=1`, headers: { Authorization: 'Bearer ${env:FOREWARN_TEST_TOKEN}', 'X-Static': 'plain' } }),
+        http({
+          url: `${base}/\${env:FOREWARN_TEST_PATH}?x=1`,
+          headers: { Authorization: 'Bearer ${env:FOREWARN_TEST_TOKEN}', 'X-Static': 'plain' },
+        }),
         context(),
       );
       assert.equal(result.ok, true, result.error ?? '');

@@ -1,10 +1,9 @@
 // The agent in-process: its pure decisions, and its loop against an in-process emulator with fake actions.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ScheduledEventsClient, type Health, type ScheduledEvent } from '../../src/client/index.js';
 import { Agent, actionStep, eventFromEntry, outcomeWhileAway } from '../../src/agent/agent.js';
 import { Journal } from '../../src/agent/journal.js';
@@ -12,31 +11,39 @@ import { processStartTime } from '../../src/agent/process-group.js';
 import { RESEND_AFTER_MS, decideApproval, ownRole, shouldResend, standbyCovers } from '../../src/agent/leader.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import { parseListen, readiness, startStatusServer } from '../../src/agent/server.js';
-import type { Action, AgentConfig, JournalEntry, Rule } from '../../src/agent/types.js';
-import { AgentHarness, agentConfig as baseConfig, inProcessEmulator, logAction, ok, rule, testClient, until, watchApprovals } from './support.js';
+import type { Action, ActionResult, AgentConfig, JournalEntry, Rule } from '../../src/agent/types.js';
+import { scheduledEvent } from '../support/fixtures.js';
+import {
+  AgentHarness,
+  agentConfig as baseConfig,
+  perTest,
+  type PerTest,
+  inProcessEmulator,
+  logAction,
+  ok,
+  rule,
+  testClient,
+  until,
+  watchApprovals,
+} from './support.js';
 
-function event(over: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    id: 'E1',
-    status: 'Scheduled',
-    type: 'Reboot',
-    resourceType: 'VirtualMachine',
-    resources: ['web-0', 'web-1'],
-    notBefore: new Date('2030-01-01T00:15:00Z'),
-    description: '',
-    source: 'Platform',
-    durationInSeconds: -1,
-    raw: {},
-    ...over,
-  };
-}
+const event = (over: Partial<ScheduledEvent> = {}): ScheduledEvent => scheduledEvent({ description: '', ...over });
 
 function entry(over: Partial<JournalEntry> = {}, ev: Partial<JournalEntry['event']> = {}): JournalEntry {
   return {
     eventId: 'E1',
     firstSeenAt: '2030-01-01T00:00:00.000Z',
     rule: 'r',
-    event: { type: 'Reboot', status: 'Scheduled', source: 'Platform', resources: ['vm0'], notBefore: '2030-01-01T00:15:00.000Z', description: 'd', durationInSeconds: -1, ...ev },
+    event: {
+      type: 'Reboot',
+      status: 'Scheduled',
+      source: 'Platform',
+      resources: ['vm0'],
+      notBefore: '2030-01-01T00:15:00.000Z',
+      description: 'd',
+      durationInSeconds: -1,
+      ...ev,
+    },
     actions: {},
     approval: null,
     outcome: null,
@@ -71,9 +78,19 @@ describe('leader', () => {
   it('decides: approve, wait as standby, or skip with a reason', () => {
     const standby = { mode: 'first' as const, standby: { afterSeconds: 30, events: 'user' as const } };
     const base = { vmName: 'web-1', firstSeenAt: 1_000_000, now: 1_000_000 };
-    assert.deepEqual(decideApproval({ ...base, leader: standby, event: event({ resources: ['web-1'] }) }), { kind: 'approve', as: 'leader' });
-    assert.deepEqual(decideApproval({ ...base, leader: standby, event: event({ source: 'User' }) }), { kind: 'wait', as: 'standby', at: 1_030_000 });
-    assert.deepEqual(decideApproval({ ...base, now: 1_030_000, leader: standby, event: event({ source: 'User' }) }), { kind: 'approve', as: 'standby' });
+    assert.deepEqual(decideApproval({ ...base, leader: standby, event: event({ resources: ['web-1'] }) }), {
+      kind: 'approve',
+      as: 'leader',
+    });
+    assert.deepEqual(decideApproval({ ...base, leader: standby, event: event({ source: 'User' }) }), {
+      kind: 'wait',
+      as: 'standby',
+      at: 1_030_000,
+    });
+    assert.deepEqual(decideApproval({ ...base, now: 1_030_000, leader: standby, event: event({ source: 'User' }) }), {
+      kind: 'approve',
+      as: 'standby',
+    });
     const platform = decideApproval({ ...base, leader: standby, event: event() });
     assert.equal(platform.kind, 'skip');
     assert.match((platform as { reason: string }).reason, /only User events/);
@@ -176,7 +193,9 @@ interface Call {
 }
 
 const emu = inProcessEmulator();
-let dir: string;
+/** The agent loop's folder and harness, test by test. */
+let each: PerTest<Harness>;
+const journalPath = () => join(each.dir, 'journal.json');
 
 /** One agent under test, with fake actions whose behaviour each test chooses by action name. */
 class Harness extends AgentHarness {
@@ -214,7 +233,7 @@ class Harness extends AgentHarness {
 }
 
 function agentConfig(rules: Rule[], over: Partial<AgentConfig> = {}): AgentConfig {
-  return baseConfig(emu.imdsUrl, join(dir, 'journal.json'), rules, over);
+  return baseConfig(emu.imdsUrl, journalPath(), rules, over);
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -225,6 +244,12 @@ const sleep = (ms: number, signal?: AbortSignal) =>
       resolve();
     });
   });
+
+/** An action that succeeds after `ms`. */
+const takes = (ms: number) => async (): Promise<ActionResult> => {
+  await sleep(ms);
+  return ok(ms);
+};
 
 function live(id: string) {
   return emu.emulator.engine.events().find((e) => e.id === id);
@@ -240,20 +265,10 @@ async function documentEvent(id: string): Promise<ScheduledEvent> {
 }
 
 describe('agent loop', () => {
-  let harness: Harness | null = null;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-unit-'));
-    emu.emulator.engine.reset();
-    emu.emulator.faults.clear();
-  });
-  afterEach(async () => {
-    await harness?.stop();
-    harness = null;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  each = perTest(emu, 'agent-unit');
 
   it('after-actions: stops at the first failed action and never approves', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b'), logAction('c')] })])));
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b'), logAction('c')] })])));
     h.behaviours.set('b', async () => ({ ok: false, attempts: 2, error: 'exit code 1', durationMs: 5 }));
     h.start();
     const id = create();
@@ -261,7 +276,7 @@ describe('agent loop', () => {
     assert.deepEqual(h.names(id), ['prepare:a', 'prepare:b']);
     assert.deepEqual(h.approvals, []);
     assert.equal(live(id)!.status, 'Scheduled');
-    const j = Journal.open(join(dir, 'journal.json')).get(id)!;
+    const j = Journal.open(journalPath()).get(id)!;
     assert.equal(j.actions['prepare:0']!.status, 'succeeded');
     assert.equal(j.actions['prepare:1']!.status, 'failed');
     assert.equal(j.actions['prepare:1']!.error, 'exit code 1');
@@ -269,11 +284,8 @@ describe('agent loop', () => {
   });
 
   it('after-actions: approves only once every action has succeeded, after the margin', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('drain')], approvalMarginSeconds: 0.3 })])));
-    h.behaviours.set('drain', async () => {
-      await sleep(200);
-      return ok(200);
-    });
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('drain')], approvalMarginSeconds: 0.3 })])));
+    h.behaviours.set('drain', takes(200));
     h.start();
     const id = create();
     await until('the approval', () => live(id)?.status === 'Started');
@@ -283,7 +295,7 @@ describe('agent loop', () => {
   });
 
   it('immediately: approves at once; the actions run too but do not gate it', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ approval: 'immediately', actions: [logAction('slow')] })])));
+    const h = (each.harness = new Harness(agentConfig([rule({ approval: 'immediately', actions: [logAction('slow')] })])));
     let finished = 0;
     h.behaviours.set('slow', async () => {
       await sleep(500);
@@ -299,7 +311,7 @@ describe('agent loop', () => {
   });
 
   it('never: runs the actions and leaves the event to NotBefore', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ approval: 'never', actions: [logAction('a')] })])));
+    const h = (each.harness = new Harness(agentConfig([rule({ approval: 'never', actions: [logAction('a')] })])));
     h.start();
     const id = create();
     await until('the decision', () => h.has(/approval is "never"/, id));
@@ -307,7 +319,7 @@ describe('agent loop', () => {
   });
 
   it('an event that arrives Started: actions run, nothing is approved, onComplete when it ends', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('a')], onComplete: [logAction('back')] })])));
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('a')], onComplete: [logAction('back')] })])));
     h.start();
     const id = create('hardware-failure');
     await until('the actions', () => h.names(id).includes('prepare:a'));
@@ -319,11 +331,10 @@ describe('agent loop', () => {
   });
 
   it('a cancellation during preparation: the running action finishes, the rest are skipped, onCancel runs', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b')], onCancel: [logAction('undo')] })])));
-    h.behaviours.set('a', async () => {
-      await sleep(300);
-      return ok(300);
-    });
+    const h = (each.harness = new Harness(
+      agentConfig([rule({ actions: [logAction('a'), logAction('b')], onCancel: [logAction('undo')] })]),
+    ));
+    h.behaviours.set('a', takes(300));
     h.start();
     const id = create();
     await until('the first action', () => h.names(id).includes('prepare:a'));
@@ -331,19 +342,19 @@ describe('agent loop', () => {
     await until('onCancel', () => h.names(id).includes('cancel:undo'));
     assert.deepEqual(h.names(id), ['prepare:a', 'cancel:undo']);
     assert.deepEqual(h.approvals, []);
-    const j = Journal.open(join(dir, 'journal.json')).get(id)!;
+    const j = Journal.open(journalPath()).get(id)!;
     assert.equal(j.outcome, 'cancelled');
     assert.notEqual(j.recoveredAt, null);
   });
 
   it('after a restart: the finished action is skipped, the interrupted one re-run, then approval', async () => {
     const id = create();
-    const seed = Journal.open(join(dir, 'journal.json'));
+    const seed = Journal.open(journalPath());
     seed.ensure(await documentEvent(id), 'r');
     seed.actionStarted(id, 'prepare:0');
     seed.actionFinished(id, 'prepare:0', ok());
     seed.actionStarted(id, 'prepare:1');
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b'), logAction('c')] })])));
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b'), logAction('c')] })])));
     h.start();
     await until('the approval', () => live(id)?.status === 'Started');
     assert.deepEqual(h.names(id), ['prepare:b', 'prepare:c']);
@@ -351,35 +362,50 @@ describe('agent loop', () => {
     assert.equal(h.approvals.length, 1);
   });
 
-  it('after a restart: waits for a copy of an exec action still running, stops it at its timeout, then runs it again', { skip: process.platform === 'win32' }, async () => {
-    const id = create();
-    // The copy the killed agent left: still running, started 59.5 s ago with a 60 s timeout.
-    const copy = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { detached: true, stdio: 'ignore' });
-    const exited = new Promise<{ at: number; signal: string | null }>((r) => copy.on('exit', (_c, signal) => r({ at: Date.now(), signal })));
-    const seed = Journal.open(join(dir, 'journal.json'), { now: () => Date.now() - 59_500 });
-    seed.ensure(await documentEvent(id), 'r');
-    seed.actionStarted(id, 'prepare:0');
-    seed.actionProcess(id, 'prepare:0', { pgid: copy.pid!, startTime: processStartTime(copy.pid!) });
-    const prep: Action = { type: 'exec', name: 'prep', argv: ['/bin/true'], timeoutSeconds: 60, retries: 0, cwd: null, env: {}, passEnv: [] };
-    const h = (harness = new Harness(agentConfig([rule({ actions: [prep] })])));
-    h.start();
-    await until('the approval', () => live(id)?.status === 'Started');
-    const { at, signal } = await exited;
-    assert.equal(signal, 'SIGTERM');
-    assert.deepEqual(h.names(id), ['prepare:prep']);
-    assert.ok(h.calls[0]!.at >= at, 'run again only once the earlier copy was gone');
-    assert.ok(h.has(/still running .* waiting for it to end/, id));
-    assert.ok(h.has('the earlier copy ran past its timeout: stopping its process group', id));
-    assert.equal(h.approvals.length, 1);
-  });
+  it(
+    'after a restart: waits for a copy of an exec action still running, stops it at its timeout, then runs it again',
+    { skip: process.platform === 'win32' },
+    async () => {
+      const id = create();
+      // The copy the killed agent left: still running, started 59.5 s ago with a 60 s timeout.
+      const copy = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { detached: true, stdio: 'ignore' });
+      const exited = new Promise<{ at: number; signal: string | null }>((r) =>
+        copy.on('exit', (_c, signal) => r({ at: Date.now(), signal })),
+      );
+      const seed = Journal.open(journalPath(), { now: () => Date.now() - 59_500 });
+      seed.ensure(await documentEvent(id), 'r');
+      seed.actionStarted(id, 'prepare:0');
+      seed.actionProcess(id, 'prepare:0', { pgid: copy.pid!, startTime: processStartTime(copy.pid!) });
+      const prep: Action = {
+        type: 'exec',
+        name: 'prep',
+        argv: ['/bin/true'],
+        timeoutSeconds: 60,
+        retries: 0,
+        cwd: null,
+        env: {},
+        passEnv: [],
+      };
+      const h = (each.harness = new Harness(agentConfig([rule({ actions: [prep] })])));
+      h.start();
+      await until('the approval', () => live(id)?.status === 'Started');
+      const { at, signal } = await exited;
+      assert.equal(signal, 'SIGTERM');
+      assert.deepEqual(h.names(id), ['prepare:prep']);
+      assert.ok(h.calls[0]!.at >= at, 'run again only once the earlier copy was gone');
+      assert.ok(h.has(/still running .* waiting for it to end/, id));
+      assert.ok(h.has('the earlier copy ran past its timeout: stopping its process group', id));
+      assert.equal(h.approvals.length, 1);
+    },
+  );
 
   it('after a restart: a failed action is not re-run, so no approval', async () => {
     const id = create();
-    const seed = Journal.open(join(dir, 'journal.json'));
+    const seed = Journal.open(journalPath());
     seed.ensure(await documentEvent(id), 'r');
     seed.actionStarted(id, 'prepare:0');
     seed.actionFinished(id, 'prepare:0', { ok: false, attempts: 1, error: 'boom', durationMs: 1 });
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b')] })])));
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('a'), logAction('b')] })])));
     h.start();
     await until('the refusal', () => h.has(/preparation did not succeed/, id));
     assert.deepEqual(h.names(id), []);
@@ -390,24 +416,28 @@ describe('agent loop', () => {
     const recent = create();
     const stale = create();
     const started = Date.now();
-    const seed = Journal.open(join(dir, 'journal.json'), { now: () => started - 2 * RESEND_AFTER_MS });
+    const seed = Journal.open(journalPath(), { now: () => started - 2 * RESEND_AFTER_MS });
     seed.ensure(await documentEvent(stale), 'r');
     seed.approved(stale, 'leader');
-    const seed2 = Journal.open(join(dir, 'journal.json'), { now: () => started - 5_000 });
+    const seed2 = Journal.open(journalPath(), { now: () => started - 5_000 });
     seed2.ensure(await documentEvent(recent), 'r');
     seed2.approved(recent, 'leader');
-    const h = (harness = new Harness(agentConfig([rule()])));
+    const h = (each.harness = new Harness(agentConfig([rule()])));
     h.start();
     await until('the stale one resent', () => live(stale)?.status === 'Started');
     await until('the recent one considered', () => h.has(/already approved/, recent));
     await sleep(200);
-    assert.deepEqual(h.approvals.map((a) => a.id), [stale]);
+    assert.deepEqual(
+      h.approvals.map((a) => a.id),
+      [stale],
+    );
     assert.equal(live(recent)!.status, 'Scheduled');
   });
 
   it('after a restart: recovers events that ended while it was away, and finishes cut-short recoveries', async () => {
-    const seed = Journal.open(join(dir, 'journal.json'));
-    const gone = (id: string, over: Partial<ScheduledEvent> = {}) => seed.ensure(event({ id, resources: ['vm0'], notBefore: new Date(Date.now() + 600_000), ...over }), 'r');
+    const seed = Journal.open(journalPath());
+    const gone = (id: string, over: Partial<ScheduledEvent> = {}) =>
+      seed.ensure(event({ id, resources: ['vm0'], notBefore: new Date(Date.now() + 600_000), ...over }), 'r');
     gone('CANCELLED-1');
     gone('APPROVED-1');
     seed.approved('APPROVED-1', 'leader');
@@ -417,20 +447,26 @@ describe('agent loop', () => {
     seed.actionStarted('HALF-1', 'complete:0');
     seed.actionFinished('HALF-1', 'complete:0', ok());
     seed.actionStarted('HALF-1', 'complete:1');
-    const h = (harness = new Harness(agentConfig([rule({ onComplete: [logAction('x'), logAction('y')], onCancel: [logAction('undo')] })])));
+    const h = (each.harness = new Harness(
+      agentConfig([rule({ onComplete: [logAction('x'), logAction('y')], onCancel: [logAction('undo')] })]),
+    ));
     h.start();
-    await until('every recovery', () => ['CANCELLED-1', 'APPROVED-1', 'STARTED-1', 'HALF-1'].every((id) => Journal.open(join(dir, 'journal.json')).get(id)?.recoveredAt));
+    await until('every recovery', () =>
+      ['CANCELLED-1', 'APPROVED-1', 'STARTED-1', 'HALF-1'].every((id) => Journal.open(journalPath()).get(id)?.recoveredAt),
+    );
     assert.deepEqual(h.names('CANCELLED-1'), ['cancel:undo']);
     assert.deepEqual(h.names('APPROVED-1'), ['complete:x', 'complete:y']);
     assert.deepEqual(h.names('STARTED-1'), ['complete:x', 'complete:y']);
     assert.deepEqual(h.names('HALF-1'), ['complete:y']);
-    const j = Journal.open(join(dir, 'journal.json'));
+    const j = Journal.open(journalPath());
     assert.equal(j.get('CANCELLED-1')!.outcome, 'cancelled');
     assert.equal(j.get('APPROVED-1')!.outcome, 'completed');
   });
 
   it('an event approved and gone between two polls counts as completed, not cancelled', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ onComplete: [logAction('back')], onCancel: [logAction('undo')] })], { pollIntervalSeconds: 0.5 })));
+    const h = (each.harness = new Harness(
+      agentConfig([rule({ onComplete: [logAction('back')], onCancel: [logAction('undo')] })], { pollIntervalSeconds: 0.5 }),
+    ));
     h.start();
     const id = create();
     await until('the approval', () => live(id)?.status === 'Started');
@@ -440,7 +476,7 @@ describe('agent loop', () => {
   });
 
   it('stops within the grace: a running action is aborted and stays `running` in the journal', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('forever')] })], { shutdownGraceSeconds: 0.2 })));
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('forever')] })], { shutdownGraceSeconds: 0.2 })));
     h.behaviours.set('forever', async (ctx) => {
       await sleep(60_000, ctx.signal);
       return { ok: false, attempts: 1, error: 'aborted', durationMs: 0 };
@@ -450,55 +486,61 @@ describe('agent loop', () => {
     await until('the action', () => h.names(id).includes('prepare:forever'));
     const t0 = Date.now();
     await h.stop();
-    harness = null;
+    each.harness = null;
     const took = Date.now() - t0;
     assert.ok(took >= 180 && took < 2_000, `stopped in ${took} ms`);
-    assert.equal(Journal.open(join(dir, 'journal.json')).get(id)!.actions['prepare:0']!.status, 'running');
+    assert.equal(Journal.open(journalPath()).get(id)!.actions['prepare:0']!.status, 'running');
     assert.deepEqual(h.approvals, []);
   });
 
   it('stops after a running action that finishes within the grace, recording it', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('short'), logAction('next')] })], { shutdownGraceSeconds: 5 })));
-    h.behaviours.set('short', async () => {
-      await sleep(200);
-      return ok(200);
-    });
+    const h = (each.harness = new Harness(
+      agentConfig([rule({ actions: [logAction('short'), logAction('next')] })], { shutdownGraceSeconds: 5 }),
+    ));
+    h.behaviours.set('short', takes(200));
     h.start();
     const id = create();
     await until('the action', () => h.names(id).includes('prepare:short'));
     await h.stop();
-    harness = null;
-    const j = Journal.open(join(dir, 'journal.json')).get(id)!;
+    each.harness = null;
+    const j = Journal.open(journalPath()).get(id)!;
     assert.equal(j.actions['prepare:0']!.status, 'succeeded');
     assert.equal(j.actions['prepare:1'], undefined, 'nothing new starts while stopping');
     assert.deepEqual(h.approvals, []);
   });
 
   it('--dry-run: decides everything, runs nothing, approves nothing, writes no journal', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ actions: [logAction('a')] })]), { dryRun: true }));
+    const h = (each.harness = new Harness(agentConfig([rule({ actions: [logAction('a')] })]), { dryRun: true }));
     h.start();
     const id = create();
     await until('the would-approve', () => h.has('dry run: would approve', id));
-    assert.deepEqual(h.calls.map((c) => c.dryRun), [true]);
+    assert.deepEqual(
+      h.calls.map((c) => c.dryRun),
+      [true],
+    );
     assert.deepEqual(h.approvals, []);
     assert.equal(live(id)!.status, 'Scheduled');
     await h.stop();
-    harness = null;
-    assert.equal(existsSync(join(dir, 'journal.json')), false);
+    each.harness = null;
+    assert.equal(existsSync(journalPath()), false);
   });
 
   it('keeps going while IMDS is unreachable, counting the errors, and is not ready', async () => {
     const client = new ScheduledEventsClient({ endpoint: 'http://127.0.0.1:1', retry: { maxAttempts: 1, maxDelayMs: 50 } });
-    const h = (harness = new Harness(agentConfig([rule()], { readyWithinSeconds: 1 }), { client }));
+    const h = (each.harness = new Harness(agentConfig([rule()], { readyWithinSeconds: 1 }), { client }));
     h.start();
-    await until('a few failed reads', () => (h.logs.filter((l) => l.msg === 'reading IMDS failed; carrying on').length >= 3 ? true : undefined));
+    await until('a few failed reads', () =>
+      h.logs.filter((l) => l.msg === 'reading IMDS failed; carrying on').length >= 3 ? true : undefined,
+    );
     const text = await h.agent.metrics.text();
     assert.match(text, /forewarn_agent_imds_errors_total\{status="network"\} [3-9]/);
     assert.equal(readiness(client.health, 1).ready, false);
   });
 
   it('ignores events no rule matches, and counts events seen', async () => {
-    const h = (harness = new Harness(agentConfig([rule({ match: { ...rule().match, eventType: ['Freeze'] }, actions: [logAction('a')] })])));
+    const h = (each.harness = new Harness(
+      agentConfig([rule({ match: { ...rule().match, eventType: ['Freeze'] }, actions: [logAction('a')] })]),
+    ));
     h.start();
     const id = create();
     await until('the log', () => h.has('new event; no rule matches it: nothing to do', id));

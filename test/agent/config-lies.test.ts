@@ -9,7 +9,12 @@ const lines = (...l: string[]) => `${l.join('\n')}\n`;
 describe('agent config that lies', () => {
   it('refuses a YAML alias bomb at once, at the alias, naming the field', () => {
     const bomb = ['l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]'];
-    for (let i = 1; i <= 8; i++) bomb.push(`l${i}: &l${i} [${Array(10).fill(`*l${i - 1}`).join(', ')}]`);
+    for (let i = 1; i <= 8; i++)
+      bomb.push(
+        `l${i}: &l${i} [${Array(10)
+          .fill(`*l${i - 1}`)
+          .join(', ')}]`,
+      );
     const started = performance.now();
     let error: unknown;
     try {

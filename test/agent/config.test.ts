@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { AgentConfigError, loadAgentConfig, parseAgentConfig } from '../../src/agent/config.js';
+import { rule } from '../support/fixtures.js';
+import { tempDir } from '../support/temp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-config-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('agent-config');
 
 const example = fileURLToPath(new URL('../../examples/agent.yaml', import.meta.url));
 
@@ -38,17 +38,8 @@ describe('parseAgentConfig', () => {
       leader: { mode: 'first', standby: null },
       readyWithinSeconds: 10,
       shutdownGraceSeconds: 30,
-      rules: [
-        {
-          name: 'all',
-          match: { eventType: null, eventSource: null, status: null, durationInSeconds: null, affectsThisVm: null, description: null },
-          actions: [],
-          approval: 'after-actions',
-          approvalMarginSeconds: 0,
-          onComplete: [],
-          onCancel: [],
-        },
-      ],
+      // One rule, all: every event, no actions, approved after them.
+      rules: [rule({ name: 'all' })],
     });
   });
 
@@ -70,7 +61,17 @@ describe('parseAgentConfig', () => {
     assert.deepEqual(rule.actions, [
       { type: 'log', name: 'log-0', message: '', level: 'info' },
       { type: 'exec', name: 'exec-1', argv: ['/bin/true'], timeoutSeconds: 60, retries: 0, cwd: null, env: {}, passEnv: [] },
-      { type: 'http', name: 'http-2', method: 'POST', url: 'http://lb/x', headers: {}, body: undefined, timeoutSeconds: 10, retries: 2, backoffSeconds: 1 },
+      {
+        type: 'http',
+        name: 'http-2',
+        method: 'POST',
+        url: 'http://lb/x',
+        headers: {},
+        body: undefined,
+        timeoutSeconds: 10,
+        retries: 2,
+        backoffSeconds: 1,
+      },
     ]);
     assert.equal(rule.onCancel[0]!.name, 'undo');
   });
@@ -143,7 +144,16 @@ describe('parseAgentConfig', () => {
       retries: 0,
       backoffSeconds: 0.5,
     });
-    assert.deepEqual(rule.actions[1], { type: 'exec', name: 'exec-1', argv: ['a', 'b'], timeoutSeconds: 5, retries: 4, cwd: '/srv', env: { MODE: 'fast' }, passEnv: ['HTTPS_PROXY'] });
+    assert.deepEqual(rule.actions[1], {
+      type: 'exec',
+      name: 'exec-1',
+      argv: ['a', 'b'],
+      timeoutSeconds: 5,
+      retries: 4,
+      cwd: '/srv',
+      env: { MODE: 'fast' },
+      passEnv: ['HTTPS_PROXY'],
+    });
     assert.deepEqual(rule.actions[2], { type: 'log', name: 'log-2', message: 'hi', level: 'error' });
     assert.equal(rule.approval, 'never');
     assert.equal(rule.approvalMarginSeconds, 12);
@@ -227,9 +237,10 @@ describe('parseAgentConfig', () => {
   });
 
   it('says argv must be an array when given a shell string', () => {
-    assert.deepEqual(problems(lines('rules:', '  - name: r', '    actions:', '      - type: exec', '        argv: "systemctl stop web && echo done"')), [
-      'agent.yaml:5:15: rules[0].actions[0].argv: argv must be an array, never a shell string',
-    ]);
+    assert.deepEqual(
+      problems(lines('rules:', '  - name: r', '    actions:', '      - type: exec', '        argv: "systemctl stop web && echo done"')),
+      ['agent.yaml:5:15: rules[0].actions[0].argv: argv must be an array, never a shell string'],
+    );
     assert.deepEqual(problems(lines('rules:', '  - name: r', '    onComplete: [{type: exec, argv: []}]')), [
       'agent.yaml:3:37: rules[0].onComplete[0].argv: argv must name a program',
     ]);
@@ -253,10 +264,13 @@ describe('parseAgentConfig', () => {
   });
 
   it('rejects a body on a GET and a URL that is not http', () => {
-    assert.deepEqual(problems(lines('rules:', '  - name: r', '    actions:', '      - {type: http, method: GET, url: "file:///etc/passwd", body: {}}')), [
-      'agent.yaml:4:40: rules[0].actions[0].url: expected an http:// or https:// URL',
-      'agent.yaml:4:62: rules[0].actions[0].body: a GET request carries no body',
-    ]);
+    assert.deepEqual(
+      problems(lines('rules:', '  - name: r', '    actions:', '      - {type: http, method: GET, url: "file:///etc/passwd", body: {}}')),
+      [
+        'agent.yaml:4:40: rules[0].actions[0].url: expected an http:// or https:// URL',
+        'agent.yaml:4:62: rules[0].actions[0].body: a GET request carries no body',
+      ],
+    );
   });
 
   it('reports syntax errors, empty files and the wrong top level with positions', () => {
@@ -268,7 +282,9 @@ describe('parseAgentConfig', () => {
 
   it('reads JSON, with positions and JSON syntax errors', () => {
     const json = JSON.stringify({ rules: [{ name: 'r', actions: [{ type: 'exec', argv: 'ls' }] }] }, null, 2);
-    assert.deepEqual(problems(json, 'agent.json'), ['agent.json:8:19: rules[0].actions[0].argv: argv must be an array, never a shell string']);
+    assert.deepEqual(problems(json, 'agent.json'), [
+      'agent.json:8:19: rules[0].actions[0].argv: argv must be an array, never a shell string',
+    ]);
     assert.match(problems('{"rules": [}', 'agent.json')[0]!, /^agent\.json:1:12: JSON syntax error: /);
     assert.equal(parseAgentConfig('{"rules": [{"name": "r"}]}', 'agent.json').rules[0]!.name, 'r');
   });
@@ -305,12 +321,17 @@ describe('loadAgentConfig', () => {
 
   it('names the file when it cannot be read', () => {
     const path = join(dir, 'missing.yaml');
-    assert.throws(() => loadAgentConfig(path), (err: unknown) => err instanceof AgentConfigError && err.message === `${path}: cannot read the agent config: no such file`);
+    assert.throws(
+      () => loadAgentConfig(path),
+      (err: unknown) => err instanceof AgentConfigError && err.message === `${path}: cannot read the agent config: no such file`,
+    );
   });
 
   it('reports problems under the file name', () => {
     const path = join(dir, 'bad.yaml');
     writeFileSync(path, lines('rules:', '  - name: r', '    approval: soon'));
-    assert.throws(() => loadAgentConfig(path), { message: `${path}:3:15: rules[0].approval: expected never, immediately or after-actions` });
+    assert.throws(() => loadAgentConfig(path), {
+      message: `${path}:3:15: rules[0].approval: expected never, immediately or after-actions`,
+    });
   });
 });

@@ -1,38 +1,20 @@
 // The agent and emulator binaries for end-to-end tests: processes that never outlive the tests,
 // the emulator's control API, and waits with what was seen so far in their failure messages.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CliProcess } from '../support/cli.js';
+import { waitFor } from '../support/wait.js';
 
-export const repo = new URL('../..', import.meta.url).pathname;
+export { delay, waitFor } from '../support/wait.js';
+
 export const fixtures = new URL('./fixtures/', import.meta.url).pathname;
 export const node = process.execPath;
 
 export type Log = Record<string, unknown> & { msg?: string; level?: number };
 
-/** A forewarn process: its output kept, its exit awaited. Kill `Proc.all` in an after hook. */
-export class Proc {
-  readonly child: ChildProcess;
-  stdout = '';
-  stderr = '';
-  readonly exited: Promise<number | null>;
-  static readonly all = new Set<Proc>();
-
-  constructor(args: string[], env: Record<string, string> = {}) {
-    const base = { ...process.env };
-    delete base.FOREWARN_ENDPOINT;
-    this.child = spawn(node, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: repo, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    this.child.stdout!.on('data', (d: Buffer) => (this.stdout += d));
-    this.child.stderr!.on('data', (d: Buffer) => (this.stderr += d));
-    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
-    Proc.all.add(this);
-    void this.exited.then(() => Proc.all.delete(this));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-
+/** A forewarn process whose stdout is JSON log lines. Kill `Proc.all` in an after hook. */
+export class Proc extends CliProcess {
   logs(): Log[] {
     return this.stdout
       .split('\n')
@@ -41,33 +23,12 @@ export class Proc {
   }
 
   async waitForLog(what: string, match: (l: Log) => boolean, timeoutMs = 15_000): Promise<Log> {
-    return waitFor(() => `${what}\n--- output so far:\n${this.stdout.slice(-4000)}${this.stderr}`, () => this.logs().find(match), timeoutMs);
+    return waitFor(
+      () => `${what}\n--- output so far:\n${this.stdout.slice(-4000)}${this.stderr}`,
+      () => this.logs().find(match),
+      timeoutMs,
+    );
   }
-
-  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | null> {
-    if (this.running) this.child.kill(signal);
-    const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());
-    const code = await Promise.race([this.exited, timer]);
-    if (code === 'timeout') {
-      this.child.kill('SIGKILL');
-      throw new Error(`process did not exit within ${timeoutMs} ms of ${signal}`);
-    }
-    return code;
-  }
-}
-
-export async function waitFor<T>(what: string | (() => string), probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 15_000, everyMs = 50): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'string' ? what : what()}`);
-    await delay(everyMs);
-  }
-}
-
-export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 export interface Emu {
@@ -76,7 +37,10 @@ export interface Emu {
   controlUrl: string;
 }
 
-export async function startEmulator(extra: string[] = [], ports: { imds: number; control: number } = { imds: 0, control: 0 }): Promise<Emu> {
+export async function startEmulator(
+  extra: string[] = [],
+  ports: { imds: number; control: number } = { imds: 0, control: 0 },
+): Promise<Emu> {
   const proc = new Proc([
     'emulator',
     '--imds',
@@ -91,11 +55,16 @@ export async function startEmulator(extra: string[] = [], ports: { imds: number;
     'silent',
     ...extra,
   ]);
-  const [, imdsUrl, controlUrl] = await waitFor(`the emulator's URLs\n${proc.stderr}`, () => /IMDS:\s+(\S+)\nControl:\s+(\S+)/.exec(proc.stdout) ?? undefined);
+  const [, imdsUrl, controlUrl] = await proc.waitForOutput(/IMDS:\s+(\S+)\nControl:\s+(\S+)/);
   return { proc, imdsUrl: imdsUrl!, controlUrl: controlUrl! };
 }
 
-export async function api<T = Record<string, unknown>>(emu: Emu, method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
+export async function api<T = Record<string, unknown>>(
+  emu: Emu,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: T }> {
   const res = await fetch(`${emu.controlUrl}${path}`, {
     method,
     ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
@@ -138,18 +107,29 @@ export interface RunningAgent {
   url: string;
 }
 
-/** Writes the config and starts `forewarn agent` on it, once it has started (or `until` its log line). */
-export async function startAgent(file: string, config: Record<string, unknown>, until = 'agent started'): Promise<RunningAgent> {
+/** Writes the config and starts `forewarn agent` on it (with `args`), once it has started (or logged `until`). */
+export async function startAgent(
+  file: string,
+  config: Record<string, unknown>,
+  options: { until?: string; args?: string[] } = {},
+): Promise<RunningAgent> {
+  const until = options.until ?? 'agent started';
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
-  const proc = new Proc(['agent', '--config', file]);
+  const proc = new Proc(['agent', '--config', file, ...(options.args ?? [])]);
   await proc.waitForLog(`the agent: ${until}`, (l) => l.msg === until);
   const serving = proc.logs().find((l) => l.msg === 'serving /metrics, /healthz and /readyz');
   return { proc, url: String(serving?.url ?? '') };
 }
 
-export async function metric(agent: RunningAgent, name: string): Promise<number> {
+/** An exec action that runs one of the fixture scripts with node. */
+export function execAction(name: string, script: string, ...args: string[]): Record<string, unknown> {
+  return { type: 'exec', name, argv: [node, join(fixtures, script), ...args], timeoutSeconds: 120 };
+}
+
+/** A metric's value from the agent's /metrics, `labels` as written there (`{phase="prepare"}`); 0 when absent. */
+export async function metric(agent: RunningAgent, name: string, labels = ''): Promise<number> {
   const text = await (await fetch(`${agent.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 

@@ -28,7 +28,10 @@ describe('execEnvironment', () => {
   });
 
   it('keeps variables named __proto__ or constructor, from passEnv and from env', () => {
-    const parent = Object.fromEntries([['__proto__', 'from-agent'], ['PATH', '/bin']]) as NodeJS.ProcessEnv;
+    const parent = Object.fromEntries([
+      ['__proto__', 'from-agent'],
+      ['PATH', '/bin'],
+    ]) as NodeJS.ProcessEnv;
     const own = Object.fromEntries([['constructor', 'from-config']]) as Record<string, string>;
     const env = execEnvironment({ env: own, passEnv: ['__proto__'] }, payload, parent);
     assert.deepEqual(Object.getOwnPropertyDescriptor(env, '__proto__')?.value, 'from-agent');

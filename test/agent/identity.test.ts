@@ -23,7 +23,8 @@ function client(answer: () => Response | Promise<Response>): { client: Scheduled
   };
 }
 
-const compute = (body: object) => () => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+const compute = (body: object) => () =>
+  new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
 
 describe('resolveVmName', () => {
   it('uses vmName from the config without asking IMDS', async () => {
@@ -47,7 +48,10 @@ describe('resolveVmName', () => {
     const c = client(() => {
       throw new TypeError('fetch failed');
     });
-    await assert.rejects(resolveVmName(config(), c.client), /cannot learn this VM's name from IMDS.*set vmName in the agent config, or check that IMDS is reachable/);
+    await assert.rejects(
+      resolveVmName(config(), c.client),
+      /cannot learn this VM's name from IMDS.*set vmName in the agent config, or check that IMDS is reachable/,
+    );
     const bad = client(compute({ vmId: 'no name' }));
     await assert.rejects(resolveVmName(config(), bad.client), /set vmName/);
   });

@@ -6,9 +6,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { mountTmpfs, tmpfsOrSkip, type Tmpfs } from '../support/tmpfs.js';
-import { Proc, delay, fixtures, lines, liveEvent, metric, node, readyz, startAgent, startEmulator, trigger, waitFor, type Emu } from './e2e-support.js';
+import {
+  Proc,
+  delay,
+  fixtures,
+  lines,
+  liveEvent,
+  metric,
+  node,
+  readyz,
+  startAgent,
+  startEmulator,
+  trigger,
+  waitFor,
+  type Emu,
+} from './e2e-support.js';
 
-describe('agent e2e: the journal disk fills up', { timeout: 120_000 }, () => {
+describe('agent e2e: the journal disk fills up', () => {
   let fs: Tmpfs | null = null;
   let dir: string;
   let emu: Emu | null = null;
@@ -17,13 +31,13 @@ describe('agent e2e: the journal disk fills up', { timeout: 120_000 }, () => {
     dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-full-'));
   });
   after(async () => {
-    for (const p of Proc.all) p.child.kill('SIGKILL');
+    Proc.killAll();
     await emu?.proc.stop().catch(() => undefined);
     await fs?.unmount();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('holds the event while the journal cannot be written, then prepares and approves it once', async (t) => {
+  it('holds the event while the journal cannot be written, then prepares and approves it once', { timeout: 120_000 }, async (t) => {
     if (!(await tmpfsOrSkip(t))) return;
     fs = await mountTmpfs(256);
     emu = await startEmulator();
@@ -47,8 +61,13 @@ describe('agent e2e: the journal disk fills up', { timeout: 120_000 }, () => {
     const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm0'] });
     const notBefore = Date.parse((await liveEvent(emu, id))!.notBefore!);
     assert.ok(notBefore - Date.now() > 300_000, 'NotBefore is beyond prepareWithinSeconds (120 s)');
-    await agent.proc.waitForLog('the event held back', (l) => l.eventId === id && /cannot be written: this event is held back/.test(String(l.msg)));
-    await waitFor('a few failed retries', async () => ((await metric(agent, 'forewarn_agent_journal_write_failures_total')) >= 3 ? true : undefined));
+    await agent.proc.waitForLog(
+      'the event held back',
+      (l) => l.eventId === id && /cannot be written: this event is held back/.test(String(l.msg)),
+    );
+    await waitFor('a few failed retries', async () =>
+      (await metric(agent, 'forewarn_agent_journal_write_failures_total')) >= 3 ? true : undefined,
+    );
     const notReady = await readyz(agent);
     assert.equal(notReady.status, 503);
     assert.match(notReady.reason, /cannot be written: .*ENOSPC|no space left/i);
@@ -57,14 +76,22 @@ describe('agent e2e: the journal disk fills up', { timeout: 120_000 }, () => {
     await delay(500);
     assert.deepEqual(lines(marker), [], 'the preparation has not run');
     assert.deepEqual((await liveEvent(emu, id))!.approvals, [], 'not approved');
-    assert.equal(agent.proc.logs().filter((l) => l.eventId === id && /held back at this step/.test(String(l.msg))).length, 1, 'logged once, not per retry');
+    assert.equal(
+      agent.proc.logs().filter((l) => l.eventId === id && /held back at this step/.test(String(l.msg))).length,
+      1,
+      'logged once, not per retry',
+    );
 
     fs.free();
     const started = await waitFor('the approval', async () => {
       const e = await liveEvent(emu!, id);
       return e?.status === 'Started' ? e : undefined;
     });
-    assert.deepEqual(started.approvals.map((a) => a.vm), ['vm0'], 'approved once');
+    assert.deepEqual(
+      started.approvals.map((a) => a.vm),
+      ['vm0'],
+      'approved once',
+    );
     assert.deepEqual(lines(marker), [`drain ${id} prepare`], 'the preparation ran once');
     await waitFor('ready again', async () => ((await readyz(agent)).status === 200 ? true : undefined));
     assert.equal(await metric(agent, 'forewarn_agent_journal_held_events'), 0);

@@ -1,19 +1,30 @@
 // The agent when its journal cannot be written: events wait at their step, /readyz says why, and
 // nothing that relies on a record (an approval, an action's start) happens before the record.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Agent } from '../../src/agent/agent.js';
 import { Journal } from '../../src/agent/journal.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import type { AgentConfig, Rule } from '../../src/agent/types.js';
 import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
-import { AgentHarness, agentConfig, inProcessEmulator, logAction, ok, rule, testClient, until as pollUntil, watchApprovals } from './support.js';
+import {
+  AgentHarness,
+  agentConfig,
+  inProcessEmulator,
+  perTest,
+  type PerTest,
+  logAction,
+  ok,
+  rule,
+  testClient,
+  until as pollUntil,
+  watchApprovals,
+} from './support.js';
 
 const emu = inProcessEmulator();
-let dir: string;
+/** Each test's folder and harness. */
+let each: PerTest<Harness>;
 
 /** File calls that fail as a full disk does while `full` is set: creating the temp file gets ENOSPC. */
 class Disk {
@@ -34,7 +45,7 @@ class Harness extends AgentHarness {
   readonly approvals: string[] = [];
   readonly agent: Agent;
   readonly disk = new Disk();
-  readonly path = join(dir, 'journal.json');
+  readonly path = join(each.dir, 'journal.json');
 
   constructor(rules: Rule[], over: Partial<AgentConfig> = {}) {
     super();
@@ -83,7 +94,8 @@ const HELD = 'the journal cannot be written: this event is held back at this ste
 const drainRule = (): Rule => rule({ actions: [logAction('drain')] });
 
 /** This file's waits: up to 8 s, looking every 20 ms. */
-const until = <T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>): Promise<T> => pollUntil(what, probe, 8_000, 20);
+const until = <T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>): Promise<T> =>
+  pollUntil(what, probe, 8_000, 20);
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -96,19 +108,10 @@ function live(id: string) {
 }
 
 describe('agent: a journal that cannot be written', () => {
-  let harness: Harness | null = null;
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-journal-'));
-    emu.emulator.engine.reset();
-  });
-  afterEach(async () => {
-    await harness?.stop();
-    harness = null;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  each = perTest(emu, 'agent-journal');
 
   it('holds a new event at first sight: nothing runs, no approval, not ready, counted, logged once; then carries on once', async () => {
-    const h = (harness = new Harness([drainRule()]));
+    const h = (each.harness = new Harness([drainRule()]));
     h.disk.full = true;
     h.start();
     await until('the status server', () => h.url !== '');
@@ -142,7 +145,7 @@ describe('agent: a journal that cannot be written', () => {
   });
 
   it('holds the approval until the end of the action is on disk', async () => {
-    const h = (harness = new Harness([drainRule()]));
+    const h = (each.harness = new Harness([drainRule()]));
     let release!: () => void;
     const released = new Promise<void>((r) => (release = r));
     h.behaviours.set('drain', async () => {
@@ -169,7 +172,9 @@ describe('agent: a journal that cannot be written', () => {
 
   it('prepare-before-notbefore: runs the preparation unjournaled once NotBefore is near, never approves, records it later', async () => {
     // NotBefore is ~15 minutes away; a window of a day puts it "near" at once.
-    const h = (harness = new Harness([drainRule()], { journalUnwritable: { policy: 'prepare-before-notbefore', prepareWithinSeconds: 86_400 } }));
+    const h = (each.harness = new Harness([drainRule()], {
+      journalUnwritable: { policy: 'prepare-before-notbefore', prepareWithinSeconds: 86_400 },
+    }));
     h.disk.full = true;
     h.start();
     const id = create();
@@ -191,7 +196,7 @@ describe('agent: a journal that cannot be written', () => {
   });
 
   it('hold: waits however near NotBefore is', async () => {
-    const h = (harness = new Harness([drainRule()], { journalUnwritable: { policy: 'hold', prepareWithinSeconds: 86_400 } }));
+    const h = (each.harness = new Harness([drainRule()], { journalUnwritable: { policy: 'hold', prepareWithinSeconds: 86_400 } }));
     h.disk.full = true;
     h.start();
     const id = create();

@@ -1,35 +1,21 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Journal } from '../../src/agent/journal.js';
 import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
+import { SCHEDULED_EVENT_FIELDS, scheduledEvent } from '../support/fixtures.js';
+import { tempDir } from '../support/temp.js';
 
-const root = mkdtempSync(join(tmpdir(), 'forewarn-journal-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('journal');
 let n = 0;
 const freshDir = () => {
   const dir = join(root, `d${n++}`);
   return { dir, path: join(dir, 'journal.json') };
 };
 
-function ev(id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    id,
-    status: 'Scheduled',
-    type: 'Reboot',
-    resourceType: 'VirtualMachine',
-    resources: ['web-0', 'web-1'],
-    notBefore: new Date('2030-01-01T00:15:00Z'),
-    description: 'Host server is undergoing maintenance.',
-    source: 'Platform',
-    durationInSeconds: -1,
-    raw: {},
-    ...over,
-  };
-}
+const ev = (id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent => scheduledEvent({ id, ...over });
 
 /** A clock that moves one second per reading. */
 function ticking(start = Date.parse('2030-01-01T00:00:00Z')) {
@@ -72,18 +58,22 @@ describe('Journal', () => {
       eventId: 'AAA-1',
       firstSeenAt: '2030-01-01T00:00:01.000Z',
       rule: 'drain',
-      event: {
-        type: 'Reboot',
-        status: 'Scheduled',
-        source: 'Platform',
-        resources: ['web-0', 'web-1'],
-        notBefore: '2030-01-01T00:15:00.000Z',
-        description: 'Host server is undergoing maintenance.',
-        durationInSeconds: -1,
-      },
+      event: { ...SCHEDULED_EVENT_FIELDS, durationInSeconds: -1 },
       actions: {
-        'prepare:0': { status: 'succeeded', startedAt: '2030-01-01T00:00:02.000Z', endedAt: '2030-01-01T00:00:03.000Z', attempts: 2, error: null },
-        'prepare:1': { status: 'failed', startedAt: '2030-01-01T00:00:04.000Z', endedAt: '2030-01-01T00:00:05.000Z', attempts: 3, error: 'HTTP 500' },
+        'prepare:0': {
+          status: 'succeeded',
+          startedAt: '2030-01-01T00:00:02.000Z',
+          endedAt: '2030-01-01T00:00:03.000Z',
+          attempts: 2,
+          error: null,
+        },
+        'prepare:1': {
+          status: 'failed',
+          startedAt: '2030-01-01T00:00:04.000Z',
+          endedAt: '2030-01-01T00:00:05.000Z',
+          attempts: 3,
+          error: 'HTTP 500',
+        },
       },
       approval: { sentAt: '2030-01-01T00:00:06.000Z', as: 'leader' },
       outcome: 'completed',
@@ -184,7 +174,11 @@ describe('Journal', () => {
     assert.throws(() => journal.actionProcess('E1', 'prepare:0', { pgid: 42, startTime: '7' }), /no action prepare:0/);
     journal.actionStarted('E1', 'prepare:0');
     journal.actionProcess('E1', 'prepare:0', { pgid: 4242, startTime: '123456' });
-    assert.deepEqual(Journal.open(path).get('E1')!.actions['prepare:0']!.process, { pgid: 4242, startTime: '123456', startedAt: '2030-01-01T00:00:03.000Z' });
+    assert.deepEqual(Journal.open(path).get('E1')!.actions['prepare:0']!.process, {
+      pgid: 4242,
+      startTime: '123456',
+      startedAt: '2030-01-01T00:00:03.000Z',
+    });
     journal.actionFinished('E1', 'prepare:0', { ok: true, attempts: 1, error: null, durationMs: 1 }, { unjournaled: true });
     const done = Journal.open(path).get('E1')!.actions['prepare:0']!;
     assert.equal(done.process, undefined, 'a finished action has no live group to look for');
@@ -252,7 +246,11 @@ describe('Journal', () => {
       journal.recovered(id);
     }
     assert.equal(journal.prune(2), 2);
-    const left = (j: Journal) => j.entries().map((e) => e.eventId).sort();
+    const left = (j: Journal) =>
+      j
+        .entries()
+        .map((e) => e.eventId)
+        .sort();
     assert.deepEqual(left(journal), ['R2', 'R4', 'ended', 'open']);
     assert.deepEqual(left(Journal.open(path)), ['R2', 'R4', 'ended', 'open']);
     assert.equal(journal.prune(2), 0);

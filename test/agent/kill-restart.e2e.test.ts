@@ -5,13 +5,26 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Proc, delay, fixtures, lines, liveEvent, node, startAgent, startEmulator, trigger, waitFor, type Emu, type RunningAgent } from './e2e-support.js';
+import {
+  Proc,
+  delay,
+  fixtures,
+  lines,
+  liveEvent,
+  node,
+  startAgent,
+  startEmulator,
+  trigger,
+  waitFor,
+  type Emu,
+  type RunningAgent,
+} from './e2e-support.js';
 
 const ROUNDS = 8;
 /** How long the action runs: longer than an agent takes to restart, so a second copy would overlap it. */
 const ACTION_MS = 2500;
 
-describe('agent e2e: SIGKILL mid-action, restart at once', { timeout: 240_000, skip: process.platform === 'win32' && 'the guard is POSIX only' }, () => {
+describe('agent e2e: SIGKILL mid-action, restart at once', { skip: process.platform === 'win32' && 'the guard is POSIX only' }, () => {
   let dir: string;
   let emu: Emu | null = null;
 
@@ -19,14 +32,14 @@ describe('agent e2e: SIGKILL mid-action, restart at once', { timeout: 240_000, s
     dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-kill-'));
   });
   after(async () => {
-    for (const p of Proc.all) p.child.kill('SIGKILL');
+    Proc.killAll();
     await emu?.proc.stop().catch(() => undefined);
     // Let any copy still sleeping finish before its directory goes.
     await delay(ACTION_MS);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it(`never runs two copies of an action at once (${ROUNDS} rounds)`, async () => {
+  it(`never runs two copies of an action at once (${ROUNDS} rounds)`, { timeout: 240_000 }, async () => {
     emu = await startEmulator();
     const file = join(dir, 'agent.json');
     const config = {
@@ -35,12 +48,24 @@ describe('agent e2e: SIGKILL mid-action, restart at once', { timeout: 240_000, s
       journal: join(dir, 'journal.json'),
       listen: null,
       shutdownGraceSeconds: 2,
-      rules: [{ name: 'reboot', actions: [{ type: 'exec', name: 'prep', argv: [node, join(fixtures, 'overlap.mjs'), dir, String(ACTION_MS)], timeoutSeconds: 60 }] }],
+      rules: [
+        {
+          name: 'reboot',
+          actions: [
+            { type: 'exec', name: 'prep', argv: [node, join(fixtures, 'overlap.mjs'), dir, String(ACTION_MS)], timeoutSeconds: 60 },
+          ],
+        },
+      ],
     };
     let agent: RunningAgent = await startAgent(file, config);
     for (let round = 1; round <= ROUNDS; round++) {
       const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm0'] });
-      await waitFor(`round ${round}: the action to start`, () => (lines(join(dir, 'runs')).some((l) => l.startsWith(`start ${id}`)) ? true : undefined), 15_000, 10);
+      await waitFor(
+        `round ${round}: the action to start`,
+        () => (lines(join(dir, 'runs')).some((l) => l.startsWith(`start ${id}`)) ? true : undefined),
+        15_000,
+        10,
+      );
       // Kill at a different point of the action each round.
       await delay(((round - 1) * ACTION_MS) / ROUNDS);
       await agent.proc.stop('SIGKILL');
@@ -53,9 +78,16 @@ describe('agent e2e: SIGKILL mid-action, restart at once', { timeout: 240_000, s
         },
         30_000,
       );
-      assert.deepEqual(started.approvals.map((a) => a.vm), ['vm0'], `round ${round}: approved once`);
+      assert.deepEqual(
+        started.approvals.map((a) => a.vm),
+        ['vm0'],
+        `round ${round}: approved once`,
+      );
       const runs = lines(join(dir, 'runs')).filter((l) => l.includes(` ${id} `));
-      assert.ok(runs.some((l) => l.startsWith('end ')), `round ${round}: the action completed`);
+      assert.ok(
+        runs.some((l) => l.startsWith('end ')),
+        `round ${round}: the action completed`,
+      );
     }
     await agent.proc.stop();
     const overlaps = lines(join(dir, 'overlaps'));

@@ -46,7 +46,15 @@ describe('process groups', { skip: process.platform === 'win32' && 'POSIX only' 
     const stops: string[] = [];
     const result = await settleGroup(
       { pgid: child.pid!, startTime: processStartTime(child.pid!) },
-      { deadline: Date.now() + 10_000, graceMs: 1000, now: Date.now, sleep, signal: new AbortController().signal, pollMs: 50, onStop: (s) => stops.push(s) },
+      {
+        deadline: Date.now() + 10_000,
+        graceMs: 1000,
+        now: Date.now,
+        sleep,
+        signal: new AbortController().signal,
+        pollMs: 50,
+        onStop: (s) => stops.push(s),
+      },
     );
     assert.equal(result, 'gone');
     assert.equal(await exited, 0);
@@ -60,7 +68,15 @@ describe('process groups', { skip: process.platform === 'win32' && 'POSIX only' 
     const t0 = Date.now();
     const result = await settleGroup(
       { pgid: child.pid!, startTime: processStartTime(child.pid!) },
-      { deadline: Date.now(), graceMs: 400, now: Date.now, sleep, signal: new AbortController().signal, pollMs: 50, onStop: (s) => stops.push(s) },
+      {
+        deadline: Date.now(),
+        graceMs: 400,
+        now: Date.now,
+        sleep,
+        signal: new AbortController().signal,
+        pollMs: 50,
+        onStop: (s) => stops.push(s),
+      },
     );
     assert.equal(result, 'gone');
     assert.deepEqual(stops, ['SIGTERM', 'SIGKILL']);
@@ -72,7 +88,10 @@ describe('process groups', { skip: process.platform === 'win32' && 'POSIX only' 
     const { child } = leader('setTimeout(() => {}, 30000)');
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
-    const result = await settleGroup({ pgid: child.pid!, startTime: null }, { deadline: Date.now() + 60_000, graceMs: 1000, now: Date.now, sleep, signal: controller.signal, pollMs: 20 });
+    const result = await settleGroup(
+      { pgid: child.pid!, startTime: null },
+      { deadline: Date.now() + 60_000, graceMs: 1000, now: Date.now, sleep, signal: controller.signal, pollMs: 20 },
+    );
     assert.equal(result, 'aborted');
     assert.equal(groupAlive({ pgid: child.pid!, startTime: null }), true);
     child.kill('SIGKILL');

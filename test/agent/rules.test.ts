@@ -4,27 +4,13 @@ import { parseAgentConfig } from '../../src/agent/config.js';
 import { matchRule } from '../../src/agent/rules.js';
 import type { Rule, RuleMatch } from '../../src/agent/types.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
+import { MATCH_ANY, rule as anyRule, scheduledEvent } from '../support/fixtures.js';
 
-function ev(over: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    id: 'E1',
-    status: 'Scheduled',
-    type: 'Reboot',
-    resourceType: 'VirtualMachine',
-    resources: ['web-0'],
-    notBefore: new Date('2030-01-01T00:00:00Z'),
-    description: 'Host server is undergoing maintenance.',
-    source: 'Platform',
-    durationInSeconds: -1,
-    raw: {},
-    ...over,
-  };
-}
-
-const anything: RuleMatch = { eventType: null, eventSource: null, status: null, durationInSeconds: null, affectsThisVm: null, description: null };
+const ev = (over: Partial<ScheduledEvent> = {}): ScheduledEvent =>
+  scheduledEvent({ resources: ['web-0'], notBefore: new Date('2030-01-01T00:00:00Z'), ...over });
 
 function rule(name: string, match: Partial<RuleMatch>): Rule {
-  return { name, match: { ...anything, ...match }, actions: [], approval: 'immediately', approvalMarginSeconds: 0, onComplete: [], onCancel: [] };
+  return anyRule({ name, match: { ...MATCH_ANY, ...match }, approval: 'immediately' });
 }
 
 function matches(match: Partial<RuleMatch>, event: ScheduledEvent, vmName = 'web-0'): boolean {

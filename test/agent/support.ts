@@ -1,12 +1,18 @@
 // The agent in-process for its loop tests: an in-process emulator on a manual clock, rules and a config
 // to run the agent with, and a harness that keeps the agent's log and runs it until the test stops it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { after, before } from 'node:test';
+import { after, afterEach, before, beforeEach } from 'node:test';
 import type { Agent } from '../../src/agent/agent.js';
 import { createLogger, type Logger } from '../../src/agent/logger.js';
 import type { Action, ActionContext, ActionResult, AgentConfig, Rule } from '../../src/agent/types.js';
 import { ScheduledEventsClient } from '../../src/client/index.js';
 import { Emulator } from '../../src/emulator/emulator.js';
+import { waitFor } from '../support/wait.js';
+
+export { rule } from '../support/fixtures.js';
 
 export type Log = Record<string, unknown>;
 export type Behaviour = (ctx: ActionContext) => Promise<ActionResult>;
@@ -24,30 +30,44 @@ export function inProcessEmulator(): InProcessEmulator {
   const emu = {} as InProcessEmulator;
   before(async () => {
     emu.emulator = await Emulator.create({ clock: 'manual', rateLimit: 0 });
-    ({ imdsUrl: emu.imdsUrl } = await emu.emulator.listen({ imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } }));
+    ({ imdsUrl: emu.imdsUrl } = await emu.emulator.listen({
+      imds: { host: '127.0.0.1', port: 0 },
+      control: { host: '127.0.0.1', port: 0 },
+    }));
   });
   after(() => emu.emulator.close());
   return emu;
+}
+
+/** What each test of a suite works in: its own folder, and the harness it runs (if any). */
+export interface PerTest<H extends AgentHarness> {
+  dir: string;
+  harness: H | null;
+}
+
+/**
+ * Called in a describe body: before each of its tests a fresh folder and an emulator back at its start, no faults;
+ * after each, the test's harness (if it set one) stops, then the folder goes.
+ */
+export function perTest<H extends AgentHarness>(emu: InProcessEmulator, name: string): PerTest<H> {
+  const state: PerTest<H> = { dir: '', harness: null };
+  beforeEach(() => {
+    state.dir = mkdtempSync(join(tmpdir(), `forewarn-${name}-`));
+    emu.emulator.engine.reset();
+    emu.emulator.faults.clear();
+  });
+  afterEach(async () => {
+    await state.harness?.stop();
+    state.harness = null;
+    rmSync(state.dir, { recursive: true, force: true });
+  });
+  return state;
 }
 
 export const ok = (durationMs = 0): ActionResult => ({ ok: true, attempts: 1, error: null, durationMs });
 
 export function logAction(name: string): Action {
   return { type: 'log', name, message: name, level: 'info' };
-}
-
-/** A rule that matches every event. */
-export function rule(over: Partial<Rule> = {}): Rule {
-  return {
-    name: 'r',
-    match: { eventType: null, eventSource: null, status: null, durationInSeconds: null, affectsThisVm: null, description: null },
-    actions: [],
-    approval: 'after-actions',
-    approvalMarginSeconds: 0,
-    onComplete: [],
-    onCancel: [],
-    ...over,
-  };
 }
 
 /** The agent's config for VM vm0 polling every 50 ms, with no status server unless `over` gives one. */
@@ -113,22 +133,18 @@ export abstract class AgentHarness {
 
   /** How many log lines have this message (or one it matches), of this event if one is given. */
   count(msg: string | RegExp, eventId?: string): number {
-    return this.logs.filter((l) => (eventId === undefined || l.eventId === eventId) && (typeof msg === 'string' ? l.msg === msg : msg.test(String(l.msg)))).length;
+    return this.logs.filter(
+      (l) => (eventId === undefined || l.eventId === eventId) && (typeof msg === 'string' ? l.msg === msg : msg.test(String(l.msg))),
+    ).length;
   }
 }
 
-/** Polls `probe` every `everyMs` until it gives something other than undefined or false. */
-export async function until<T>(
+/** Polls `probe` every `everyMs` (10 ms) until it gives something other than undefined or false, for up to 5 s. */
+export function until<T>(
   what: string,
   probe: () => T | undefined | false | Promise<T | undefined | false>,
   timeoutMs = 5_000,
   everyMs = 10,
 ): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  return waitFor(what, probe, timeoutMs, everyMs);
 }

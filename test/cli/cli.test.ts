@@ -1,61 +1,29 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseHostPort } from '../../src/cli/address.js';
 import { parseEmulatorOptions, startEmulator } from '../../src/cli/emulator.js';
 import { run } from '../../src/cli/program.js';
 import { parseTriggerArgs, runTrigger } from '../../src/cli/trigger.js';
-import { captureIo, assertNoStack, closedPort, outputOf } from '../support/cli.js';
+import { CliProcess, captureIo, assertNoStack, closedPort, runCli } from '../support/cli.js';
+import { tempDir } from '../support/temp.js';
 
-const repo = new URL('../..', import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-cli-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
-
-/** The CLI as a user runs it, minus the build step. */
-function spawnCli(args: string[], env: Record<string, string> = {}) {
-  const base = { ...process.env };
-  delete base.FOREWARN_CONTROL;
-  delete base.FOREWARN_TOKEN;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: repo,
-    env: { ...base, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawnCli(args, env);
-  return outputOf(child);
-}
+const dir = tempDir('cli');
 
 describe('forewarn emulator and trigger, as processes', () => {
   it('prints its URLs, serves the document, takes a trigger and stops on SIGTERM with 0', async () => {
-    const child = spawnCli(['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const emulator = new CliProcess(['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
     try {
-      const urls = await new Promise<{ imds: string; control: string }>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no URLs within 20 s; stdout: ${stdout}; stderr: ${stderr}`)), 20_000);
-        child.stdout.on('data', (d: Buffer) => {
-          stdout += d;
-          const imds = /^IMDS:\s+(http:\/\/\S+)$/m.exec(stdout)?.[1];
-          const control = /^Control:\s+(http:\/\/\S+)$/m.exec(stdout)?.[1];
-          if (imds && control) {
-            clearTimeout(timer);
-            resolve({ imds, control });
-          }
-        });
-        child.on('close', () => reject(new Error(`exited early; stderr: ${stderr}`)));
-      });
+      const [, imds, control] = await emulator.waitForOutput(/^IMDS:\s+(http:\/\/\S+)\nControl:\s+(http:\/\/\S+)$/m);
+      const urls = { imds: imds!, control: control! };
       // The printed curl line, done with fetch.
       await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.match(stdout, /curl -s -H 'Metadata: true' 'http:\/\/127\.0\.0\.1:\d+\/metadata\/scheduledevents\?api-version=2020-07-01'/);
-      assert.match(stdout, /\/v1\/operations/);
+      assert.match(
+        emulator.stdout,
+        /curl -s -H 'Metadata: true' 'http:\/\/127\.0\.0\.1:\d+\/metadata\/scheduledevents\?api-version=2020-07-01'/,
+      );
+      assert.match(emulator.stdout, /\/v1\/operations/);
       const docUrl = `${urls.imds}/metadata/scheduledevents?api-version=2020-07-01`;
       const first = await fetch(docUrl, { headers: { Metadata: 'true' } });
       assert.equal(first.status, 200);
@@ -83,9 +51,9 @@ describe('forewarn emulator and trigger, as processes', () => {
       assert.match(bad.stderr, /spot-eviction applies only to Spot VMs/);
       assertNoStack(bad.stderr);
     } finally {
-      child.kill('SIGTERM');
+      emulator.child.kill('SIGTERM');
     }
-    assert.equal(await exited, 0, stderr);
+    assert.equal(await emulator.exited, 0, emulator.stderr);
   });
 
   it('exits 2 with one clear line for bad flags', async () => {
@@ -95,7 +63,10 @@ describe('forewarn emulator and trigger, as processes', () => {
       [['emulator', '--timing', 'slow'], /--timing must be realistic, dev or a positive factor/],
       [['emulator', '--rate-limit', '-1'], /--rate-limit must be .* 0 or more/],
       [['emulator', '--activation', 'sometimes'], /--activation must be realistic or off, got "sometimes"/],
-      [['emulator', '--activation', 'realistic', '--activation-delay', '121'], /--activation-delay must be a number of seconds from 0 to 120, got "121"/],
+      [
+        ['emulator', '--activation', 'realistic', '--activation-delay', '121'],
+        /--activation-delay must be a number of seconds from 0 to 120, got "121"/,
+      ],
       [['emulator', '--activation-delay', '30'], /--activation-delay applies only with --activation realistic/],
       [['emulator', '--bogus'], /unknown option '--bogus'/],
       [['trigger', 'freeze'], /exactly one of --vm/],
@@ -115,7 +86,10 @@ describe('forewarn emulator and trigger, as processes', () => {
     writeFileSync(fleet, 'vms:\n  - name: a\n  - name: b\n    faultDomain: one\n');
     const result = await runCli(['emulator', '--fleet', fleet, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0']);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, new RegExp(`${fleet.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:4:18: vms\\[1\\]\\.faultDomain: expected number, received string`));
+    assert.match(
+      result.stderr,
+      new RegExp(`${fleet.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:4:18: vms\\[1\\]\\.faultDomain: expected number, received string`),
+    );
     assertNoStack(result.stderr);
   });
 
@@ -163,7 +137,12 @@ describe('CLI functions', () => {
       return new Response(JSON.stringify({ operation: 'op', events: ['E1'], removedVms: [], reimagedVms: [] }), { status: 201 });
     }) as typeof fetch;
     const request = parseTriggerArgs('restart', { vm: ['a', 'b', 'c,d'], duration: '30', notBefore: '2030-01-01T00:20:00+00:00' });
-    assert.deepEqual(request.body, { type: 'restart', vms: ['a', 'b', 'c', 'd'], durationInSeconds: 30, notBefore: '2030-01-01T00:20:00.000Z' });
+    assert.deepEqual(request.body, {
+      type: 'restart',
+      vms: ['a', 'b', 'c', 'd'],
+      durationInSeconds: 30,
+      notBefore: '2030-01-01T00:20:00.000Z',
+    });
     assert.equal(request.controlUrl, 'http://127.0.0.1:8170');
     await runTrigger(request, io, fakeFetch);
     assert.equal(io.out, 'operation op\nevent E1\n');
@@ -175,9 +154,11 @@ describe('CLI functions', () => {
     assert.throws(() => parseTriggerArgs('freeze', { vm: ['a'], notBefore: 'tomorrow' }), /--not-before/);
   });
 
-  it("names the CLI's --force, not the API's \"force\": true, when NotBefore is too early", async () => {
+  it('names the CLI\'s --force, not the API\'s "force": true, when NotBefore is too early', async () => {
     const io = captureIo();
-    const refusal = { error: 'notBefore 2030-01-01T00:01:00.000Z gives less than the minimum notice of 900 s for Freeze; pass "force": true to allow it' };
+    const refusal = {
+      error: 'notBefore 2030-01-01T00:01:00.000Z gives less than the minimum notice of 900 s for Freeze; pass "force": true to allow it',
+    };
     const fakeFetch = (async () => new Response(JSON.stringify(refusal), { status: 400 })) as unknown as typeof fetch;
     const request = parseTriggerArgs('freeze', { vm: ['a'], notBefore: '2030-01-01T00:01:00Z' });
     await assert.rejects(runTrigger(request, io, fakeFetch), (err: Error) => {
@@ -299,7 +280,10 @@ describe('activation and host or tenant targets', () => {
     await running.emulator.close();
     assert.match(manual.out, /^Activation: realistic; each VM sees its events 60 s of clock time after its first request/m);
     const off = captureIo();
-    const plain = await startEmulator({ ...parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0' }), logLevel: 'silent' }, off);
+    const plain = await startEmulator(
+      { ...parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0' }), logLevel: 'silent' },
+      off,
+    );
     await plain.emulator.close();
     assert.doesNotMatch(off.out, /Activation/);
   });
@@ -354,10 +338,13 @@ describe('activation and host or tenant targets', () => {
       assert.equal(await run(['trigger', 'host-update', '--tenant', 'workers', '--json', '--control', controlUrl], json), 0, json.err);
       const created = JSON.parse(json.out) as { status: string; steps: { faultDomain: number; status: string }[] };
       assert.equal(created.status, 'running');
-      assert.deepEqual(created.steps.map((s) => [s.faultDomain, s.status]), [
-        [0, 'scheduled'],
-        [1, 'pending'],
-      ]);
+      assert.deepEqual(
+        created.steps.map((s) => [s.faultDomain, s.status]),
+        [
+          [0, 'scheduled'],
+          [1, 'pending'],
+        ],
+      );
     } finally {
       await emulator.close();
     }
@@ -369,10 +356,13 @@ describe('activation and host or tenant targets', () => {
       const io = captureIo();
       assert.equal(await run(['trigger', 'hardware-failure', '--host', 'rack1-host1', '--control', controlUrl], io), 0, io.err);
       const events = emulator.engine.events();
-      assert.deepEqual(events.map((e) => [e.tenant, e.resources, e.status]), [
-        ['web', ['web0'], 'Started'],
-        ['workers', ['worker0'], 'Started'],
-      ]);
+      assert.deepEqual(
+        events.map((e) => [e.tenant, e.resources, e.status]),
+        [
+          ['web', ['web0'], 'Started'],
+          ['workers', ['worker0'], 'Started'],
+        ],
+      );
       for (const e of events) assert.match(io.out, new RegExp(`^event ${e.id}$`, 'm'));
       assert.doesNotMatch(io.out, /rolling/);
       assert.equal(emulator.engine.operations().items[0]!.host, 'rack1-host1');

@@ -1,6 +1,5 @@
 // `forewarn events`, `approve` and `watch` against a live in-process emulator.
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ScheduledEventsClient } from '../../src/client/index.js';
 import { parseApproveArgs, runApprove } from '../../src/cli/approve.js';
@@ -9,36 +8,13 @@ import { formatSpan, formatTimeLeft, parseEventsArgs, runEvents } from '../../sr
 import { run } from '../../src/cli/program.js';
 import { parseWatchArgs, runWatch } from '../../src/cli/watch.js';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { captureIo, assertNoStack, closedPort, outputOf } from '../support/cli.js';
+import { CliProcess, captureIo, assertNoStack, closedPort, runCli } from '../support/cli.js';
+import { waitFor } from '../support/wait.js';
 
-const repo = new URL('../..', import.meta.url).pathname;
 const LISTEN = { imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } };
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** The CLI as a user runs it, minus the build step; FOREWARN_ENDPOINT only when given. */
-function spawnCli(args: string[], env: Record<string, string> = {}): ChildProcessWithoutNullStreams {
-  const base = { ...process.env };
-  delete base.FOREWARN_ENDPOINT;
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: repo, env: { ...base, ...env } });
-}
-
-async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawnCli(args, env);
-  child.stdin.end();
-  return outputOf(child);
-}
-
-async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 let emulator: Emulator;
@@ -178,7 +154,12 @@ describe('forewarn approve', () => {
     const unknown = '00000000-0000-0000-0000-000000000000';
     const io = captureIo();
     assert.equal(await run(['approve', id, unknown, '--endpoint', imdsUrl], io), 1);
-    assert.match(io.err, new RegExp(`^forewarn: approving ${id} ${unknown}: IMDS at ${escape(imdsUrl)} answered 400: unknown EventId \\(never issued, or ended longer ago than the emulator keeps: --history-limit\\): ${unknown}\\n$`));
+    assert.match(
+      io.err,
+      new RegExp(
+        `^forewarn: approving ${id} ${unknown}: IMDS at ${escape(imdsUrl)} answered 400: unknown EventId \\(never issued, or ended longer ago than the emulator keeps: --history-limit\\): ${unknown}\\n$`,
+      ),
+    );
     assert.equal(io.out, '');
     assert.equal(emulator.engine.event(id).status, 'Scheduled');
   });
@@ -188,21 +169,18 @@ describe('forewarn watch', () => {
   it('--json prints one NDJSON line per change as it happens, and stops on SIGTERM with 0', async () => {
     // Already there at the first read: a first sighting is "scheduled" too.
     const a = freeze();
-    const child = spawnCli(['watch', '--json', '--endpoint', imdsUrl]);
-    child.stdin.end();
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const watch = new CliProcess(['watch', '--json', '--endpoint', imdsUrl]);
     type Line = { time: string; kind: string; incarnation: number; event: Record<string, unknown> };
     const lines = () =>
-      stdout
+      watch.stdout
         .split('\n')
         .filter((l) => l !== '')
         .map((l) => JSON.parse(l) as Line);
     const next = (kind: string, id: string) =>
-      waitFor(`${kind} ${id}; stdout: ${stdout}; stderr: ${stderr}`, () => lines().find((l) => l.kind === kind && l.event.EventId === id));
+      waitFor(
+        () => `${kind} ${id}; stdout: ${watch.stdout}; stderr: ${watch.stderr}`,
+        () => lines().find((l) => l.kind === kind && l.event.EventId === id),
+      );
     try {
       const scheduled = await next('scheduled', a);
       assert.deepEqual(Object.keys(scheduled), ['time', 'kind', 'incarnation', 'event']);
@@ -234,10 +212,10 @@ describe('forewarn watch', () => {
         ],
       );
     } finally {
-      child.kill('SIGTERM');
+      watch.child.kill('SIGTERM');
     }
-    assert.equal(await exited, 0, stderr);
-    assert.equal(stderr, '');
+    assert.equal(await watch.exited, 0, watch.stderr);
+    assert.equal(watch.stderr, '');
   });
 
   it('prints text lines per change and carries on after errors, naming the last good read', async () => {
@@ -251,7 +229,10 @@ describe('forewarn watch', () => {
     const watching = runWatch(parseWatchArgs({ endpoint: imdsUrl }), io, { signal: controller.signal, intervalMs: 20, client });
     try {
       const line = await waitFor(`scheduled line; ${io.out}`, () => io.out.split('\n').find((l) => l.includes(' scheduled ')));
-      assert.match(line, new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z scheduled ${id} Freeze Scheduled vm0 NotBefore ${notBefore} \\(incarnation ${inc}\\)$`));
+      assert.match(
+        line,
+        new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z scheduled ${id} Freeze Scheduled vm0 NotBefore ${notBefore} \\(incarnation ${inc}\\)$`),
+      );
 
       // Every read fails for a while: the watch reports it on stderr and keeps going.
       emulator.faults.add({ status: 500, count: 1_000 });
@@ -259,7 +240,9 @@ describe('forewarn watch', () => {
       assert.match(error, new RegExp(`^\\S+Z error: IMDS at ${escape(imdsUrl)} answered 500: .* \\(last good read \\d+s ago\\)$`));
       emulator.faults.clear();
       emulator.engine.approve('vm0', [id]);
-      await waitFor(`started line; ${io.out}`, () => io.out.split('\n').find((l) => l.includes(` started ${id} Freeze Started vm0 NotBefore - `)));
+      await waitFor(`started line; ${io.out}`, () =>
+        io.out.split('\n').find((l) => l.includes(` started ${id} Freeze Started vm0 NotBefore - `)),
+      );
     } finally {
       controller.abort();
     }
@@ -290,7 +273,10 @@ describe('endpoint, failures and flags', () => {
   it('takes the endpoint from the flag, else FOREWARN_ENDPOINT, else 169.254.169.254', async () => {
     assert.equal(parseEndpointFlags({}, {}).endpoint, DEFAULT_ENDPOINT);
     assert.equal(parseEndpointFlags({}, { FOREWARN_ENDPOINT: 'http://127.0.0.1:1/' }).endpoint, 'http://127.0.0.1:1');
-    assert.equal(parseEndpointFlags({ endpoint: 'http://127.0.0.1:2' }, { FOREWARN_ENDPOINT: 'http://127.0.0.1:1' }).endpoint, 'http://127.0.0.1:2');
+    assert.equal(
+      parseEndpointFlags({ endpoint: 'http://127.0.0.1:2' }, { FOREWARN_ENDPOINT: 'http://127.0.0.1:1' }).endpoint,
+      'http://127.0.0.1:2',
+    );
 
     freeze();
     const fromEnv = captureIo({ FOREWARN_ENDPOINT: imdsUrl });

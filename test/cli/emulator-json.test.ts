@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { repo, spawnEmulator } from './spawn-emulator.js';
+import { repo } from '../support/cli.js';
+import { spawnEmulator } from './spawn-emulator.js';
 
 const { version } = JSON.parse(readFileSync(`${repo}package.json`, 'utf8')) as { version: string };
 

@@ -34,7 +34,13 @@ describe('waiting for IMDS', () => {
     assert.equal(io.out, '');
     const waiting = io.err.match(/waiting for IMDS/g) ?? [];
     assert.equal(waiting.length, 1, io.err);
-    assert.match(io.err, new RegExp(`^forewarn: waiting for IMDS at ${endpoint} \\(reading the events; up to 2\\.5 s, --timeout to change\\); Ctrl-C to stop$`, 'm'));
+    assert.match(
+      io.err,
+      new RegExp(
+        `^forewarn: waiting for IMDS at ${endpoint} \\(reading the events; up to 2\\.5 s, --timeout to change\\); Ctrl-C to stop$`,
+        'm',
+      ),
+    );
     assert.match(io.err, new RegExp(`^forewarn: reading the events: no answer from IMDS at ${endpoint} within 2\\.5 s$`, 'm'));
     assert.ok(took >= 2400 && took < 8000, `took ${took} ms`);
     assertNoStack(io.err);
@@ -67,7 +73,10 @@ describe('waiting for IMDS', () => {
       const late = captureIo();
       await runEvents(parseEventsArgs({ endpoint: url }), late, { noticeAfterMs: 300 });
       assert.equal(late.out, 'Incarnation 3\nno events\n');
-      assert.equal(late.err, `forewarn: waiting for IMDS at ${url} (reading the events; up to 150 s, --timeout to change); Ctrl-C to stop\n`);
+      assert.equal(
+        late.err,
+        `forewarn: waiting for IMDS at ${url} (reading the events; up to 150 s, --timeout to change); Ctrl-C to stop\n`,
+      );
     } finally {
       slow.closeAllConnections();
       await new Promise((resolve) => slow.close(resolve));

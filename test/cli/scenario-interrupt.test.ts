@@ -1,27 +1,34 @@
 // Ctrl-C on `forewarn scenario run`: the run stops (remotely too), exit 130, no stack trace.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { assertNoStack } from '../support/cli.js';
-import { cliCommand, repo } from './spawn-emulator.js';
+import { assertNoStack, spawnCli } from '../support/cli.js';
+import { tempDir } from '../support/temp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-scenario-int-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('scenario-int');
 // Realistic timing: the second step is 15 minutes away, so the run is still going when Ctrl-C comes.
 const story = join(dir, 'slow.yaml');
 writeFileSync(
   story,
-  ['name: slow', 'description: a freeze, then a long wait', 'fleet: { vms: [{ name: app0 }] }', 'steps:', '  - at: 0', '    operation: { type: freeze, vms: [app0] }', '    as: f', '  - at: 15m', '    expect: { vm: app0, events: [] }', ''].join('\n'),
+  [
+    'name: slow',
+    'description: a freeze, then a long wait',
+    'fleet: { vms: [{ name: app0 }] }',
+    'steps:',
+    '  - at: 0',
+    '    operation: { type: freeze, vms: [app0] }',
+    '    as: f',
+    '  - at: 15m',
+    '    expect: { vm: app0, events: [] }',
+    '',
+  ].join('\n'),
 );
 
 /** Runs the CLI, sends SIGINT once stdout matches `when`, and resolves to how it ended. */
 async function interrupt(args: string[], when: RegExp) {
-  const [cmd, argv] = cliCommand(args);
-  const child = spawn(cmd, argv, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnCli(args);
   let stdout = '';
   let stderr = '';
   let sent = false;

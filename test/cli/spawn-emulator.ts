@@ -1,7 +1,6 @@
 // `forewarn emulator --json` as another language's test suite would start it: a process, its ready line, SIGINT.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-
-export const repo = new URL('../..', import.meta.url).pathname;
+import { cliCommand, repo } from '../support/cli.js';
 
 export interface ReadyLine {
   event: string;
@@ -21,20 +20,22 @@ export interface SpawnedEmulator {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** The CLI from source, so the test sees the current code rather than a stale build. */
-export function cliCommand(args: readonly string[]): [string, string[]] {
-  return [process.execPath, ['--import', 'tsx', `${repo}src/cli/main.ts`, ...args]];
-}
-
 /** Starts `forewarn emulator ARGS --json` on free ports (unless ARGS name them) and waits for its ready line. */
 export async function spawnEmulator(args: readonly string[], env: Record<string, string | undefined> = {}): Promise<SpawnedEmulator> {
-  const ports = [...(args.includes('--imds') ? [] : ['--imds', '127.0.0.1:0']), ...(args.includes('--control') ? [] : ['--control', '127.0.0.1:0'])];
+  const ports = [
+    ...(args.includes('--imds') ? [] : ['--imds', '127.0.0.1:0']),
+    ...(args.includes('--control') ? [] : ['--control', '127.0.0.1:0']),
+  ];
   const [cmd, argv] = cliCommand(['emulator', ...args, ...ports, '--json']);
   return spawnReady(cmd, argv, env);
 }
 
 /** Runs a command that ends in `forewarn emulator … --json` and waits for the ready line. */
-export async function spawnReady(cmd: string, argv: readonly string[], env: Record<string, string | undefined> = {}): Promise<SpawnedEmulator> {
+export async function spawnReady(
+  cmd: string,
+  argv: readonly string[],
+  env: Record<string, string | undefined> = {},
+): Promise<SpawnedEmulator> {
   const child = spawn(cmd, argv, { cwd: repo, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

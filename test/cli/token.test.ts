@@ -1,17 +1,14 @@
 // The control token from a file or the environment, never only from argv where `ps` shows it; and --allow-host.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { parseEmulatorOptions, startEmulator } from '../../src/cli/emulator.js';
 import { run } from '../../src/cli/program.js';
-import { assertNoStack, captureIo } from '../support/cli.js';
+import { CliProcess, assertNoStack, captureIo } from '../support/cli.js';
+import { tempDir } from '../support/temp.js';
 
-const repo = new URL('../..', import.meta.url).pathname;
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-token-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('token');
 
 const TOKEN = 'file-token-4f2c9e';
 
@@ -38,7 +35,10 @@ describe('--token-file', () => {
 
   it('refuses --token with --token-file, and tokens that cannot travel in a header', () => {
     const path = tokenFile('both', TOKEN);
-    assert.throws(() => parseEmulatorOptions({ token: 'x', tokenFile: path }), { name: 'UsageError', message: /--token or with --token-file, not both/ });
+    assert.throws(() => parseEmulatorOptions({ token: 'x', tokenFile: path }), {
+      name: 'UsageError',
+      message: /--token or with --token-file, not both/,
+    });
     assert.throws(() => parseEmulatorOptions({ tokenFile: tokenFile('two-words', 'abc def\n') }), /two-words: the token must be one word/);
     assert.throws(() => parseEmulatorOptions({}, { FOREWARN_TOKEN: 'a b' }), /FOREWARN_TOKEN: the token must be one word/);
     assert.throws(() => parseEmulatorOptions({ token: ' ' }), /--token must not be empty/);
@@ -64,7 +64,13 @@ describe('--token-file', () => {
 
   it('works against a live emulator, and the banner reads the token from the file', async () => {
     const path = tokenFile('live', `${TOKEN}\n`);
-    const options = parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0', clock: 'manual', tokenFile: path, logLevel: 'silent' });
+    const options = parseEmulatorOptions({
+      imds: '127.0.0.1:0',
+      control: '127.0.0.1:0',
+      clock: 'manual',
+      tokenFile: path,
+      logLevel: 'silent',
+    });
     const io = captureIo();
     const { emulator, controlUrl } = await startEmulator(options, io);
     try {
@@ -81,11 +87,20 @@ describe('--token-file', () => {
 
 describe('--token on argv', () => {
   it('still works, with a warning that ps shows it', async () => {
-    const options = parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0', clock: 'manual', token: TOKEN, logLevel: 'silent' });
+    const options = parseEmulatorOptions({
+      imds: '127.0.0.1:0',
+      control: '127.0.0.1:0',
+      clock: 'manual',
+      token: TOKEN,
+      logLevel: 'silent',
+    });
     const io = captureIo();
     const { emulator, controlUrl } = await startEmulator(options, io);
     try {
-      assert.match(io.err, /^forewarn: warning: --token puts the token on the command line, where `ps` shows it .* FOREWARN_TOKEN or --token-file/);
+      assert.match(
+        io.err,
+        /^forewarn: warning: --token puts the token on the command line, where `ps` shows it .* FOREWARN_TOKEN or --token-file/,
+      );
       assert.equal((await fetch(`${controlUrl}/v1/fleet`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
     } finally {
       await emulator.close();
@@ -99,34 +114,9 @@ describe('--token on argv', () => {
 describe('the emulator process', () => {
   /** Starts `forewarn emulator` and waits for its Control URL. */
   async function start(args: string[], env: Record<string, string>) {
-    const base = { ...process.env };
-    delete base.FOREWARN_TOKEN;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', ...args], {
-      cwd: repo,
-      env: { ...base, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d));
-    const control = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no Control URL within 20 s; stderr: ${stderr}`)), 20_000);
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d;
-        const url = /^Control:\s+(http:\/\/\S+)$/m.exec(stdout)?.[1];
-        if (url) {
-          clearTimeout(timer);
-          resolve(url);
-        }
-      });
-      child.on('close', () => reject(new Error(`exited early; stderr: ${stderr}`)));
-    });
-    const stop = async () => {
-      const closed = new Promise((resolve) => child.on('close', resolve));
-      child.kill('SIGTERM');
-      await closed;
-    };
-    return { pid: child.pid!, control, stop, stderr: () => stderr };
+    const emulator = new CliProcess(['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', ...args], env);
+    const [, control] = await emulator.waitForOutput(/^Control:\s+(http:\/\/\S+)$/m);
+    return { pid: emulator.child.pid!, control: control!, stop: () => emulator.stop(), stderr: () => emulator.stderr };
   }
 
   for (const [how, args, env] of [
@@ -156,7 +146,13 @@ describe('the emulator process', () => {
 
 describe('--allow-host', () => {
   it('lets a named Host reach the control API without a token; a bad name exits 2', async () => {
-    const options = parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0', clock: 'manual', allowHost: ['Lab.Example', 'fd00::5'], logLevel: 'silent' });
+    const options = parseEmulatorOptions({
+      imds: '127.0.0.1:0',
+      control: '127.0.0.1:0',
+      clock: 'manual',
+      allowHost: ['Lab.Example', 'fd00::5'],
+      logLevel: 'silent',
+    });
     assert.deepEqual(options.allowHosts, ['lab.example', '[fd00::5]']);
     const { emulator } = await startEmulator(options, captureIo());
     try {

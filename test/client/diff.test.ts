@@ -9,24 +9,13 @@ import {
   type EventsDocument,
   type ScheduledEvent,
 } from '../../src/client/index.js';
+import { scheduledEvent } from '../support/fixtures.js';
 
 const NB = new Date('2030-01-01T00:15:00Z');
 
-function ev(id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent {
-  return {
-    id,
-    status: 'Scheduled',
-    type: 'Freeze',
-    resourceType: 'VirtualMachine',
-    resources: ['vm0'],
-    notBefore: NB,
-    description: 'd',
-    source: 'Platform',
-    durationInSeconds: 5,
-    raw: {},
-    ...over,
-  };
-}
+/** A Freeze of vm0. */
+const ev = (id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent =>
+  scheduledEvent({ id, type: 'Freeze', resources: ['vm0'], notBefore: NB, description: 'd', durationInSeconds: 5, ...over });
 
 const started = (id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent => ev(id, { status: 'Started', notBefore: null, ...over });
 
@@ -48,7 +37,12 @@ describe('diffDocuments', () => {
     { name: 'Scheduled → Started', prev: [ev('A')], next: [started('A')], want: ['started:A'] },
     { name: 'Started and gone: completed', prev: [started('A')], next: [], want: ['completed:A'] },
     { name: 'Scheduled and gone: cancelled', prev: [ev('A')], next: [], want: ['cancelled:A'] },
-    { name: 'NotBefore moved: updated', prev: [ev('A')], next: [ev('A', { notBefore: new Date(NB.getTime() + 60_000) })], want: ['updated:A'] },
+    {
+      name: 'NotBefore moved: updated',
+      prev: [ev('A')],
+      next: [ev('A', { notBefore: new Date(NB.getTime() + 60_000) })],
+      want: ['updated:A'],
+    },
     { name: 'Duration changed', prev: [ev('A')], next: [ev('A', { durationInSeconds: 9 })], want: ['updated:A'] },
     { name: 'Description changed', prev: [ev('A')], next: [ev('A', { description: '' })], want: ['updated:A'] },
     { name: 'Resources changed', prev: [ev('A')], next: [ev('A', { resources: ['vm0', 'vm1'] })], want: ['updated:A'] },
@@ -123,12 +117,17 @@ describe('EventTracker', () => {
 const history = fc
   .record({
     steps: fc.integer({ min: 1, max: 8 }),
-    lives: fc.array(
-      fc.record({ id: fc.uuid(), start: fc.nat(7), length: fc.integer({ min: 1, max: 8 }), startsAfter: fc.nat(8) }),
-      { minLength: 1, maxLength: 6 },
-    ),
+    lives: fc.array(fc.record({ id: fc.uuid(), start: fc.nat(7), length: fc.integer({ min: 1, max: 8 }), startsAfter: fc.nat(8) }), {
+      minLength: 1,
+      maxLength: 6,
+    }),
     variants: fc.array(
-      fc.record({ upper: fc.boolean(), incarnation: fc.integer({ min: 0, max: 20 }), reverse: fc.boolean(), desc: fc.constantFrom('a', 'b') }),
+      fc.record({
+        upper: fc.boolean(),
+        incarnation: fc.integer({ min: 0, max: 20 }),
+        reverse: fc.boolean(),
+        desc: fc.constantFrom('a', 'b'),
+      }),
       { minLength: 8, maxLength: 8 },
     ),
   })
@@ -189,7 +188,12 @@ describe('EventTracker: properties', () => {
       }),
     })
     .map(({ ids, frames }) =>
-      frames.map((frame, i) => doc(i, ids.flatMap((id, j) => (frame[j]!.present ? [frame[j]!.started ? started(id) : ev(id)] : [])))),
+      frames.map((frame, i) =>
+        doc(
+          i,
+          ids.flatMap((id, j) => (frame[j]!.present ? [frame[j]!.started ? started(id) : ev(id)] : [])),
+        ),
+      ),
     );
 
   it('never announces an id as scheduled twice, and gives each departure exactly one completed/cancelled', () => {

@@ -2,13 +2,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  ScheduledEventsClient,
-  affects,
-  leaderOf,
-  type ClientOptions,
-} from '../../src/client/index.js';
-import type { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ScheduledEventsClient, affects, leaderOf, type ClientOptions } from '../../src/client/index.js';
+import type { ManualClock } from '../../src/shared/clock.js';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { kinds, next, nextChanges } from './watch-items.js';
 
@@ -16,7 +11,15 @@ const LOOPBACK = { host: '127.0.0.1', port: 0 };
 const FLEET = [
   { name: 'web0', tenant: 'web', tenantKind: 'availabilitySet' as const, faultDomain: 0, host: 'h0' },
   { name: 'web1', tenant: 'web', tenantKind: 'availabilitySet' as const, faultDomain: 1, host: 'h1' },
-  { name: 'myss_3', tenant: 'myss', tenantKind: 'scaleSet' as const, faultDomain: 2, updateDomain: 3, host: 'h2', priority: 'Spot' as const },
+  {
+    name: 'myss_3',
+    tenant: 'myss',
+    tenantKind: 'scaleSet' as const,
+    faultDomain: 2,
+    updateDomain: 3,
+    host: 'h2',
+    priority: 'Spot' as const,
+  },
 ];
 
 let emulator: Emulator;
@@ -39,7 +42,10 @@ function clock(): ManualClock {
 }
 
 /** A client for one VM of the fleet, by the emulator's path prefix; fetch is counted. */
-function clientFor(vm: string, options: ClientOptions = {}): { client: ScheduledEventsClient; statuses: number[]; requests: RequestInit[] } {
+function clientFor(
+  vm: string,
+  options: ClientOptions = {},
+): { client: ScheduledEventsClient; statuses: number[]; requests: RequestInit[] } {
   const statuses: number[] = [];
   const requests: RequestInit[] = [];
   const client = new ScheduledEventsClient({
@@ -54,7 +60,6 @@ function clientFor(vm: string, options: ClientOptions = {}): { client: Scheduled
   });
   return { client, statuses, requests };
 }
-
 
 describe('client against the emulator: reading and approving', () => {
   it('reads a typed document with NotBefore as a Date', async () => {

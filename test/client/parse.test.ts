@@ -154,23 +154,37 @@ describe('parseEventsDocument: leniency and refusals', () => {
     ['a non-numeric incarnation', { DocumentIncarnation: 'seven', Events: [] }],
   ] as const) {
     it(`refuses ${label} with ImdsProtocolError`, () => {
-      assert.throws(() => parseEventsDocument(json), (err: unknown) => err instanceof ImdsProtocolError && typeof err.body === 'string');
+      assert.throws(
+        () => parseEventsDocument(json),
+        (err: unknown) => err instanceof ImdsProtocolError && typeof err.body === 'string',
+      );
     });
   }
 });
 
 describe('parseCompute', () => {
   it('reads IMDS string domains as numbers', () => {
-    const c = parseCompute({ name: 'myss_3', vmId: 'id', vmScaleSetName: 'myss', platformFaultDomain: '2', platformUpdateDomain: '4', priority: 'Spot', zone: '1' });
-    assert.deepEqual({ ...c, raw: undefined }, {
+    const c = parseCompute({
       name: 'myss_3',
       vmId: 'id',
       vmScaleSetName: 'myss',
-      platformFaultDomain: 2,
-      platformUpdateDomain: 4,
+      platformFaultDomain: '2',
+      platformUpdateDomain: '4',
       priority: 'Spot',
-      raw: undefined,
+      zone: '1',
     });
+    assert.deepEqual(
+      { ...c, raw: undefined },
+      {
+        name: 'myss_3',
+        vmId: 'id',
+        vmScaleSetName: 'myss',
+        platformFaultDomain: 2,
+        platformUpdateDomain: 4,
+        priority: 'Spot',
+        raw: undefined,
+      },
+    );
     assert.equal(c.raw.zone, '1');
   });
 

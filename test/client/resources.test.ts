@@ -1,54 +1,37 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { affects, isLeader, leaderOf, type ScheduledEvent } from '../../src/client/index.js';
+import { scheduledEvent } from '../support/fixtures.js';
 
-function ev(resources: string[]): ScheduledEvent {
-  return {
-    id: 'A',
-    status: 'Scheduled',
-    type: 'Freeze',
-    resourceType: 'VirtualMachine',
-    resources,
-    notBefore: null,
-    description: '',
-    source: null,
-    durationInSeconds: -1,
-    raw: {},
-  };
-}
+const ev = (resources: string[]): ScheduledEvent =>
+  scheduledEvent({ id: 'A', type: 'Freeze', resources, notBefore: null, description: '', source: null });
 
 describe('affects', () => {
-  const cases: [string[], string, boolean][] = [
-    [['WestNO_0', 'WestNO_1'], 'WestNO_1', true],
-    [['WestNO_0', 'WestNO_1'], 'westno_1', true],
-    [['WestNO_0', 'WestNO_1'], 'WestNO_2', false],
-    [['MySS_3'], 'myss_3', true],
-    [['myss_3'], 'MYSS_3', true],
-    [['myss_3'], 'myss_03', true],
-    [['myss_3'], 'myss_30', false],
-    [['myss_3'], 'other_3', false],
+  /** Resources, the names affects() finds in them, and those it does not. */
+  const cases: { resources: string[]; in?: string[]; out?: string[] }[] = [
+    { resources: ['WestNO_0', 'WestNO_1'], in: ['WestNO_1', 'westno_1'], out: ['WestNO_2'] },
+    { resources: ['MySS_3'], in: ['myss_3'] },
+    { resources: ['myss_3'], in: ['MYSS_3', 'myss_03'], out: ['myss_30', 'other_3'] },
     // 2017-03-01 prefixes every name with `_`.
-    [['_FrontEnd_IN_0', '_BackEnd_IN_0'], 'backend_in_0', true],
-    [['_myvm'], 'myvm', true],
-    [['myvm'], '_myvm', true],
+    { resources: ['_FrontEnd_IN_0', '_BackEnd_IN_0'], in: ['backend_in_0'] },
+    { resources: ['_myvm'], in: ['myvm'] },
+    { resources: ['myvm'], in: ['_myvm'] },
     // A VM whose own name starts with `_`, as 2017-03-01 shows it and as later versions do.
-    [['__odd'], '_odd', true],
-    [['_odd'], '_odd', true],
+    { resources: ['__odd'], in: ['_odd'] },
+    { resources: ['_odd'], in: ['_odd'] },
     // Default scale-set computer names: prefix + 6 base-36 digits of the instance id.
-    [['myss_3'], 'myss000003', true],
-    [['myss_10'], 'myss00000a', true],
-    [['myss_10'], 'MYSS00000A', true],
-    [['myss_3'], 'myss000004', false],
-    [['averylongscaleset_36'], 'averylong000010', true],
-    [['averylongscaleset_36'], 'averylongs000010', false],
-    [['web0'], 'web', false],
-    [['web0'], '', false],
-    [[], 'web0', false],
+    { resources: ['myss_3'], in: ['myss000003'], out: ['myss000004'] },
+    { resources: ['myss_10'], in: ['myss00000a', 'MYSS00000A'] },
+    { resources: ['averylongscaleset_36'], in: ['averylong000010'], out: ['averylongs000010'] },
+    { resources: ['web0'], out: ['web', ''] },
+    { resources: [], out: ['web0'] },
   ];
-  for (const [resources, name, want] of cases) {
-    it(`${JSON.stringify(resources)} ${want ? 'includes' : 'excludes'} ${JSON.stringify(name)}`, () => {
-      assert.equal(affects(ev(resources), name), want);
-    });
+  for (const { resources, in: found = [], out: missed = [] } of cases) {
+    for (const [name, want] of [...found.map((n) => [n, true] as const), ...missed.map((n) => [n, false] as const)]) {
+      it(`${JSON.stringify(resources)} ${want ? 'includes' : 'excludes'} ${JSON.stringify(name)}`, () => {
+        assert.equal(affects(ev(resources), name), want);
+      });
+    }
   }
 });
 

@@ -1,20 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  DEFAULT_RETRY,
-  ImdsError,
-  ImdsProtocolError,
-  ImdsUnavailableError,
-  backoffMs,
-  retryAfterMs,
-} from '../../src/client/index.js';
+import { DEFAULT_RETRY, ImdsError, ImdsProtocolError, ImdsUnavailableError, backoffMs, retryAfterMs } from '../../src/client/index.js';
 
 describe('backoffMs', () => {
   it('doubles from baseDelayMs, capped at maxDelayMs, scaled by full jitter', () => {
     const top = (n: number): number => backoffMs(DEFAULT_RETRY, n, () => 0.999999);
     assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map(top), [499, 999, 1999, 3999, 7999, 9999, 9999]);
-    assert.equal(backoffMs(DEFAULT_RETRY, 3, () => 0), 0);
-    assert.equal(backoffMs(DEFAULT_RETRY, 3, () => 0.5), 1000);
+    assert.equal(
+      backoffMs(DEFAULT_RETRY, 3, () => 0),
+      0,
+    );
+    assert.equal(
+      backoffMs(DEFAULT_RETRY, 3, () => 0.5),
+      1000,
+    );
   });
 });
 

@@ -5,11 +5,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  ImdsProtocolError,
-  ScheduledEventsClient,
-  type ClientOptions,
-} from '../../src/client/index.js';
+import { ImdsProtocolError, ScheduledEventsClient, type ClientOptions, type WatchItem, type WatchOptions } from '../../src/client/index.js';
 import { kinds, next, nextChanges } from './watch-items.js';
 
 interface Seen {
@@ -67,6 +63,23 @@ function service(state: { incarnation: number; events: object[]; broken?: string
   };
 }
 
+type ServiceState = Parameters<typeof service>[0];
+
+/** Serves `state`, watches it every 5 ms (with `options`) through the test's `body`, then stops the watch. */
+async function watching(
+  state: ServiceState,
+  body: (items: AsyncGenerator<WatchItem>) => Promise<void>,
+  options: WatchOptions = {},
+): Promise<void> {
+  handler = service(state);
+  const ac = new AbortController();
+  try {
+    await body(client().client.watch({ signal: ac.signal, intervalMs: 5, ...options }));
+  } finally {
+    ac.abort();
+  }
+}
+
 function wire(id: string, over: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     EventId: id,
@@ -109,7 +122,6 @@ async function polls(n: number): Promise<void> {
   }
 }
 
-
 describe('client against a stub: requests on the wire', () => {
   it('sends Metadata: true, the api-version, no proxy header; appends routes to a path prefix', async () => {
     handler = service({ incarnation: 1, events: [] });
@@ -141,7 +153,10 @@ describe('client against a stub: requests on the wire', () => {
       await new ScheduledEventsClient({ endpoint: base, retry: { maxAttempts: 1 } }).getDocument();
       assert.equal(seen.length, 1);
     } finally {
-      for (const [key, value] of [['HTTP_PROXY', saved.http], ['HTTPS_PROXY', saved.https]] as const) {
+      for (const [key, value] of [
+        ['HTTP_PROXY', saved.http],
+        ['HTTPS_PROXY', saved.https],
+      ] as const) {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }
@@ -183,7 +198,12 @@ describe('client against a stub: statuses', () => {
     it(`${status}: raised at once as ImdsError with IMDS's message`, async () => {
       handler = (_req, res) => send(res, status, JSON.stringify({ error: `no (${status})` }));
       const { client: c, sleeps } = client();
-      await assert.rejects(c.getDocument(), { name: 'ImdsError', status, imdsMessage: `no (${status})`, body: { error: `no (${status})` } });
+      await assert.rejects(c.getDocument(), {
+        name: 'ImdsError',
+        status,
+        imdsMessage: `no (${status})`,
+        body: { error: `no (${status})` },
+      });
       assert.equal(seen.length, 1);
       assert.deepEqual(sleeps, []);
     });
@@ -207,7 +227,9 @@ describe('client against a stub: statuses', () => {
   it('429 honours Retry-After in seconds', async () => {
     let n = 0;
     handler = (req, res) =>
-      n++ === 0 ? send(res, 429, '{"error":"Too many requests"}', { 'retry-after': '2' }) : service({ incarnation: 1, events: [] })(req, res);
+      n++ === 0
+        ? send(res, 429, '{"error":"Too many requests"}', { 'retry-after': '2' })
+        : service({ incarnation: 1, events: [] })(req, res);
     const { client: c, sleeps } = client();
     await c.getDocument();
     assert.deepEqual(sleeps, [2000]);
@@ -269,52 +291,45 @@ describe('client against a stub: documents the emulator never sends', () => {
 
   it('watch: malformed JSON is an error item, and the watch keeps going', async () => {
     const state = { incarnation: 1, events: [wire('A')], broken: 'not json' as string | null };
-    handler = service(state);
-    const ac = new AbortController();
     const errors: Error[] = [];
-    const items = client().client.watch({ signal: ac.signal, intervalMs: 5, jitter: 0, onError: (e) => errors.push(e) });
-    try {
-      const item = await next(items);
-      assert.equal(item.type, 'error');
-      assert.ok(item.type === 'error' && item.error instanceof ImdsProtocolError);
-      assert.equal(item.health.consecutiveFailures, 1);
-      state.broken = null;
-      assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
-      assert.equal(errors.length, 1);
-    } finally {
-      ac.abort();
-    }
+    await watching(
+      state,
+      async (items) => {
+        const item = await next(items);
+        assert.equal(item.type, 'error');
+        assert.ok(item.type === 'error' && item.error instanceof ImdsProtocolError);
+        assert.equal(item.health.consecutiveFailures, 1);
+        state.broken = null;
+        assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
+        assert.equal(errors.length, 1);
+      },
+      { jitter: 0, onError: (e) => errors.push(e) },
+    );
   });
 
   it('watch with emitErrors: false reports errors only through onError', async () => {
     const state = { incarnation: 1, events: [wire('A')], broken: 'nope' as string | null };
-    handler = service(state);
-    const ac = new AbortController();
     const errors: Error[] = [];
-    const items = client().client.watch({
-      signal: ac.signal,
-      intervalMs: 5,
-      emitErrors: false,
-      onError: (e) => {
-        errors.push(e);
-        if (errors.length === 3) state.broken = null;
-        throw new Error('a faulty callback');
+    await watching(
+      state,
+      async (items) => {
+        assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
+        assert.equal(errors.length, 3);
       },
-    });
-    try {
-      assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
-      assert.equal(errors.length, 3);
-    } finally {
-      ac.abort();
-    }
+      {
+        emitErrors: false,
+        onError: (e) => {
+          errors.push(e);
+          if (errors.length === 3) state.broken = null;
+          throw new Error('a faulty callback');
+        },
+      },
+    );
   });
 
   it('watch: field changes are `updated`, with the previous version', async () => {
     const state = { incarnation: 1, events: [wire('A')] };
-    handler = service(state);
-    const ac = new AbortController();
-    const items = client().client.watch({ signal: ac.signal, intervalMs: 5 });
-    try {
+    await watching(state, async (items) => {
       await nextChanges(items);
       state.incarnation = 2;
       state.events = [wire('A', { NotBefore: 'Mon, 11 Apr 2022 22:41:58 GMT', DurationInSeconds: 9 })];
@@ -324,17 +339,12 @@ describe('client against a stub: documents the emulator never sends', () => {
       assert.equal(change?.previous?.durationInSeconds, 5);
       assert.equal(change?.event.durationInSeconds, 9);
       assert.equal(change!.event.notBefore!.getTime() - change!.previous!.notBefore!.getTime(), 15 * 60_000);
-    } finally {
-      ac.abort();
-    }
+    });
   });
 
   it('watch: a restarted service (incarnation back to 1, same events) yields no duplicates; a new event yields one scheduled', async () => {
     const state = { incarnation: 5, events: [wire('A'), wire('B', { EventStatus: 'Started', NotBefore: '' })] };
-    handler = service(state);
-    const ac = new AbortController();
-    const items = client().client.watch({ signal: ac.signal, intervalMs: 5 });
-    try {
+    await watching(state, async (items) => {
       assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A', 'started:B']);
       const pending = nextChanges(items);
       // The service restarts: incarnation 1, same events, ids now lowercase.
@@ -344,17 +354,12 @@ describe('client against a stub: documents the emulator never sends', () => {
       state.incarnation = 2;
       state.events = [...state.events, wire('C')];
       assert.deepEqual(kinds(await pending), ['scheduled:C']);
-    } finally {
-      ac.abort();
-    }
+    });
   });
 
   it('watch: a service that restarts empty and then shows the events again does not announce them twice', async () => {
     const state = { incarnation: 9, events: [wire('A')] };
-    handler = service(state);
-    const ac = new AbortController();
-    const items = client().client.watch({ signal: ac.signal, intervalMs: 5 });
-    try {
+    await watching(state, async (items) => {
       assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
       state.incarnation = 1;
       state.events = [];
@@ -366,24 +371,21 @@ describe('client against a stub: documents the emulator never sends', () => {
       state.incarnation = 3;
       state.events = [wire('A', { EventStatus: 'Started', NotBefore: '' })];
       assert.deepEqual(kinds(await pending), ['started:A']);
-    } finally {
-      ac.abort();
-    }
+    });
   });
 
   it('watch: several events in one document come in one item, removals first', async () => {
     const state = { incarnation: 1, events: [wire('A'), wire('B')] };
-    handler = service(state);
-    const ac = new AbortController();
-    const items = client().client.watch({ signal: ac.signal, intervalMs: 5 });
-    try {
+    await watching(state, async (items) => {
       assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A', 'scheduled:B']);
       state.incarnation = 2;
-      state.events = [wire('B', { EventStatus: 'Started', NotBefore: '' }), wire('D'), wire('C', { EventStatus: 'Started', NotBefore: '' })];
+      state.events = [
+        wire('B', { EventStatus: 'Started', NotBefore: '' }),
+        wire('D'),
+        wire('C', { EventStatus: 'Started', NotBefore: '' }),
+      ];
       assert.deepEqual(kinds(await nextChanges(items)), ['cancelled:A', 'scheduled:D', 'started:C', 'started:B']);
-    } finally {
-      ac.abort();
-    }
+    });
   });
 
   it('watch: jitter spreads the poll interval ±10% by default', async () => {

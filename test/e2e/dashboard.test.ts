@@ -5,9 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { Emulator } from '../../src/emulator/emulator.js';
+import { Emulator, type EmulatorOptions } from '../../src/emulator/emulator.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
-import { accessibilityViolations, chromiumUnavailable, launchChromium, screenshot } from '../support/browser.js';
+import { assertAccessible, chromiumUnavailable, launchChromium, screenshot } from '../support/browser.js';
 
 const FLEET: VmSpec[] = [
   { name: 'web0', tenant: 'web', tenantKind: 'availabilitySet', faultDomainCount: 3, faultDomain: 0, host: 'h1' },
@@ -38,7 +38,10 @@ after(async () => {
 });
 
 /** A page that records every request, so a test can check that nothing left the emulator. */
-async function openPage(url: string, options: { width?: number } = {}): Promise<{ context: BrowserContext; page: Page; requests: string[]; errors: string[] }> {
+async function openPage(
+  url: string,
+  options: { width?: number } = {},
+): Promise<{ context: BrowserContext; page: Page; requests: string[]; errors: string[] }> {
   // bypassCSP only lets the test inject axe-core; the page's own policy is checked separately.
   const context = await browser!.newContext({ viewport: { width: options.width ?? 1440, height: 1000 }, bypassCSP: true });
   const page = await context.newPage();
@@ -51,20 +54,54 @@ async function openPage(url: string, options: { width?: number } = {}): Promise<
   return { context, page, requests, errors };
 }
 
+interface Dashboard {
+  emulator: Emulator;
+  controlUrl: string;
+  imdsUrl: string;
+  page: Page;
+  requests: string[];
+  errors: string[];
+}
+
+/**
+ * A test on an emulator of FLEET on a manual clock (with `emulator` options), whose page is open at `width`
+ * once `before` is done; the page and the emulator close after it. Skipped where Chromium cannot run.
+ */
+function dashboardTest(
+  name: string,
+  options: { emulator?: EmulatorOptions; width?: number; before?: (controlUrl: string) => Promise<unknown> },
+  body: (dashboard: Dashboard) => Promise<void>,
+): void {
+  test(name, async (t) => {
+    if (skipReason) return t.skip(skipReason);
+    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual', ...options.emulator });
+    try {
+      const { controlUrl, imdsUrl } = await emulator.listen(LOOPBACK);
+      await options.before?.(controlUrl);
+      const { context, ...opened } = await openPage(`${controlUrl}/`, options.width === undefined ? {} : { width: options.width });
+      try {
+        await body({ emulator, controlUrl, imdsUrl, ...opened });
+      } finally {
+        await context.close();
+      }
+    } finally {
+      await emulator.close();
+    }
+  });
+}
+
 const eventRow = (page: Page, type: string) => page.locator(`tr[data-type="${type}"]`);
 const linkIs = (page: Page, state: string) => page.locator(`[data-link="${state}"]`).waitFor();
 
 describe('the dashboard', () => {
-  test('a user restart from trigger to removal, then a rolling host update one fault domain at a time', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
-    const { controlUrl } = await emulator.listen(LOOPBACK);
-    const { context, page, requests, errors } = await openPage(`${controlUrl}/`);
-    try {
+  dashboardTest(
+    'a user restart from trigger to removal, then a rolling host update one fault domain at a time',
+    {},
+    async ({ controlUrl, page, requests, errors }) => {
       // 1. The page loads and goes live over the stream.
       await linkIs(page, 'live');
       await page.locator('[data-vm="web0"][data-state="running"]').waitFor();
-      assert.match((await page.locator('[data-tenant="web"]').innerText()), /availabilitySet, 3 fault domains/);
+      assert.match(await page.locator('[data-tenant="web"]').innerText(), /availabilitySet, 3 fault domains/);
       assert.match(await page.locator('[data-host="h1"]').innerText(), /shared by web, db/);
 
       // 2. Trigger a user restart on web0, by keyboard: tick the VM, then the Trigger button.
@@ -84,7 +121,10 @@ describe('the dashboard', () => {
       assert.match(await row.locator('td[data-label="Approved by"]').innerText(), /nobody/);
       // The document web0 would get from IMDS, raw.
       const doc = JSON.parse(await page.locator('pre.raw[data-document-vm="web0"]').innerText()) as { Events: { EventType: string }[] };
-      assert.deepEqual(doc.Events.map((e) => e.EventType), ['Reboot']);
+      assert.deepEqual(
+        doc.Events.map((e) => e.EventType),
+        ['Reboot'],
+      );
       await screenshot(page, 'scheduled');
 
       // 4. Approve on behalf of web0: the event Starts and the VM is rebooting.
@@ -126,20 +166,14 @@ describe('the dashboard', () => {
       assert.deepEqual(errors, []);
 
       // WCAG 2 A and AA, as axe-core checks them.
-      const violations = await accessibilityViolations(page);
-      assert.deepEqual(violations, [], JSON.stringify(violations, null, 2));
-    } finally {
-      await context.close();
-      await emulator.close();
-    }
-  });
+      await assertAccessible(page);
+    },
+  );
 
-  test('drives the rest of the control API: host and tenant targets, cancel, faults, api-versions, reset', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
-    const { controlUrl, imdsUrl } = await emulator.listen(LOOPBACK);
-    const { context, page, errors } = await openPage(`${controlUrl}/`);
-    try {
+  dashboardTest(
+    'drives the rest of the control API: host and tenant targets, cancel, faults, api-versions, reset',
+    {},
+    async ({ imdsUrl, page, errors }) => {
       await linkIs(page, 'live');
       const form = page.getByRole('form', { name: 'Trigger an operation' });
 
@@ -179,7 +213,14 @@ describe('the dashboard', () => {
       const raw = page.locator('pre.raw[data-document-vm="web1"]');
       await raw.filter({ hasNotText: 'Description' }).filter({ hasText: 'Freeze' }).waitFor();
       const old = JSON.parse(await raw.innerText()) as { Events: Record<string, unknown>[] };
-      assert.deepEqual(Object.keys(old.Events[0]!).sort(), ['EventId', 'EventStatus', 'EventType', 'NotBefore', 'ResourceType', 'Resources']);
+      assert.deepEqual(Object.keys(old.Events[0]!).sort(), [
+        'EventId',
+        'EventStatus',
+        'EventType',
+        'NotBefore',
+        'ResourceType',
+        'Resources',
+      ]);
 
       // A fault for web1: listed, then used up by web1's own IMDS request, live.
       const faultForm = page.getByRole('form', { name: 'Inject a fault' });
@@ -204,23 +245,21 @@ describe('the dashboard', () => {
       await page.locator('[data-empty="events"]').waitFor();
       await page.locator('.timeline .bar').first().waitFor({ state: 'detached' });
       assert.deepEqual(errors, []);
-    } finally {
-      await context.close();
-      await emulator.close();
-    }
-  });
+    },
+  );
 
-  test('at a phone width every part is reachable and events read as cards', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual' });
-    const { controlUrl } = await emulator.listen(LOOPBACK);
-    await fetch(`${controlUrl}/v1/operations`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ type: 'freeze', host: 'h1' }),
-    });
-    const { context, page } = await openPage(`${controlUrl}/`, { width: 390 });
-    try {
+  dashboardTest(
+    'at a phone width every part is reachable and events read as cards',
+    {
+      width: 390,
+      before: (controlUrl) =>
+        fetch(`${controlUrl}/v1/operations`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ type: 'freeze', host: 'h1' }),
+        }),
+    },
+    async ({ page }) => {
       await linkIs(page, 'live');
       const rows = page.locator('tr[data-type="Freeze"]');
       await rows.first().waitFor();
@@ -234,13 +273,9 @@ describe('the dashboard', () => {
       // Who has approved a shared job: both tenants are waiting.
       assert.match(await rows.first().locator('td[data-label="Approved by"]').innerText(), /web: waiting[\s\S]*db: waiting/);
       await screenshot(page, 'narrow');
-      const violations = await accessibilityViolations(page);
-      assert.deepEqual(violations, [], JSON.stringify(violations, null, 2));
-    } finally {
-      await context.close();
-      await emulator.close();
-    }
-  });
+      await assertAccessible(page);
+    },
+  );
 
   test('keeps working when the emulator restarts', async (t) => {
     if (skipReason) return t.skip(skipReason);
@@ -275,7 +310,10 @@ describe('the dashboard', () => {
       await row.getByRole('button', { name: 'Complete now' }).click();
       await page.locator('[data-empty="events"]').waitFor();
       const history = (await (await fetch(`${controlUrl}/v1/history`)).json()) as { events: { type: string; outcome: string }[] };
-      assert.deepEqual(history.events.map((e) => [e.type, e.outcome]), [['Redeploy', 'completed']]);
+      assert.deepEqual(
+        history.events.map((e) => [e.type, e.outcome]),
+        [['Redeploy', 'completed']],
+      );
       assert.deepEqual(errors, []);
     } finally {
       await context.close();
@@ -284,13 +322,11 @@ describe('the dashboard', () => {
     }
   });
 
-  test('with a bearer token the page asks for it, refuses a wrong one, and works with the right one', async (t) => {
-    if (skipReason) return t.skip(skipReason);
-    const token = 'dashboard-secret';
-    const emulator = await Emulator.create({ fleet: FLEET, clock: 'manual', token });
-    const { controlUrl } = await emulator.listen(LOOPBACK);
-    const { context, page, requests } = await openPage(`${controlUrl}/`);
-    try {
+  const token = 'dashboard-secret';
+  dashboardTest(
+    'with a bearer token the page asks for it, refuses a wrong one, and works with the right one',
+    { emulator: { token } },
+    async ({ page, requests }) => {
       const input = page.getByLabel('Bearer token');
       await input.waitFor();
       assert.equal(await page.locator('[data-vm]').count(), 0, 'nothing is shown without the token');
@@ -302,14 +338,14 @@ describe('the dashboard', () => {
       await linkIs(page, 'live');
       await page.locator('[data-vm="web0"]').waitFor();
       // The token travels in a header, never in a URL.
-      assert.ok(requests.every((u) => !u.includes(token)), 'no request URL carries the token');
+      assert.ok(
+        requests.every((u) => !u.includes(token)),
+        'no request URL carries the token',
+      );
       // A reload keeps it for the tab.
       await page.reload();
       await linkIs(page, 'live');
       await page.locator('[data-vm="web0"]').waitFor();
-    } finally {
-      await context.close();
-      await emulator.close();
-    }
-  });
+    },
+  );
 });

@@ -1,19 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Emulator, urlFor } from '../../src/emulator/emulator.js';
+import { waitFor } from '../support/wait.js';
 
 const LOOPBACK = { host: '127.0.0.1', port: 0 };
-
-/** Waits until `check` holds, polling only `check` itself. */
-async function until(check: () => boolean, timeoutMs: number): Promise<void> {
-  const start = Date.now();
-  while (!check()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms`);
-    await sleep(10);
-  }
-}
 
 describe('Emulator', () => {
   it('starts Scheduled events at NotBefore and removes them on time with nobody polling', async () => {
@@ -26,10 +18,10 @@ describe('Emulator', () => {
       const id = emulator.engine.createOperation({ type: 'freeze', vms: ['a'], durationInSeconds: 1200 }).events[0]!;
       assert.equal(changes.length, 1);
       // Only the timer moves the engine on here: onChange fires without any query.
-      await until(() => changes.length >= 2, 2000);
+      await waitFor('the start', () => changes.length >= 2, 2000, 10);
       assert.ok(changes[1]!.at - created >= 140, `started after ${changes[1]!.at - created} ms`);
       assert.deepEqual(changes[1]!.vms, ['a']);
-      await until(() => changes.length >= 3, 2000);
+      await waitFor('the removal', () => changes.length >= 3, 2000, 10);
       assert.ok(changes[2]!.at - changes[1]!.at >= 190, `removed ${changes[2]!.at - changes[1]!.at} ms after start`);
       // What the engine shows agrees.
       assert.deepEqual(emulator.engine.events(), []);
@@ -52,7 +44,7 @@ describe('Emulator', () => {
       });
       emulator.engine.createOperation({ type: 'freeze', vms: ['vm0'], durationInSeconds: 6000 });
       started = false;
-      await until(() => started, 2000);
+      await waitFor('the start', () => started, 2000, 10);
       const [event] = emulator.engine.events();
       assert.equal(event?.status, 'Started');
       assert.equal(event?.startedBy, 'notBefore');

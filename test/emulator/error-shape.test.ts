@@ -24,7 +24,13 @@ interface Answer {
 }
 
 /** A request as written, without fetch's own checks (fetch refuses some of these URLs and methods). */
-function send(server: keyof typeof base, method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<Answer> {
+function send(
+  server: keyof typeof base,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string | Buffer,
+): Promise<Answer> {
   const url = new URL(base[server]);
   return new Promise((resolve, reject) => {
     const req = request({ host: url.hostname, port: url.port, method, path, headers }, (res) => {
@@ -73,17 +79,29 @@ const JSON_TYPE = { 'content-type': 'application/json' };
 
 describe('one error shape on the control API', () => {
   it('bad JSON', async () => assertShape(await send('control', 'POST', '/v1/operations', JSON_TYPE, '{bad'), 400, /not valid JSON/));
-  it('wrong content type', async () => assertShape(await send('control', 'POST', '/v1/operations', { 'content-type': 'text/plain' }, '{}'), 415, /send application\/json/));
-  it('a content type that does not parse', async () => assertShape(await send('control', 'POST', '/v1/operations', { 'content-type': '///' }, '{}'), 415));
+  it('wrong content type', async () =>
+    assertShape(await send('control', 'POST', '/v1/operations', { 'content-type': 'text/plain' }, '{}'), 415, /send application\/json/));
+  it('a content type that does not parse', async () =>
+    assertShape(await send('control', 'POST', '/v1/operations', { 'content-type': '///' }, '{}'), 415));
   it('body too large', async () =>
     assertShape(await send('control', 'POST', '/v1/operations', JSON_TYPE, Buffer.alloc(2 * 1024 * 1024, 32)), 413, /larger than 1 MiB/));
   it('a body cut short by its Content-Length', async () =>
-    assertShape(await sendRaw('control', 'POST /v1/operations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1\r\nConnection: close\r\n\r\n{}'), 400));
-  it('bad URL encoding', async () => assertShape(await send('control', 'GET', '/v1/vms/%E0%A4%A'), 400, /not valid: it has a malformed %-escape/));
-  it('an over-long path segment', async () => assertShape(await send('control', 'GET', `/v1/vms/${'a'.repeat(500)}`), 414, /longer than 100 characters/));
-  it('unsupported method on a known path', async () => assertShape(await send('control', 'PATCH', '/v1/fleet'), 405, /PATCH is not allowed on \/v1\/fleet/));
+    assertShape(
+      await sendRaw(
+        'control',
+        'POST /v1/operations HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1\r\nConnection: close\r\n\r\n{}',
+      ),
+      400,
+    ));
+  it('bad URL encoding', async () =>
+    assertShape(await send('control', 'GET', '/v1/vms/%E0%A4%A'), 400, /not valid: it has a malformed %-escape/));
+  it('an over-long path segment', async () =>
+    assertShape(await send('control', 'GET', `/v1/vms/${'a'.repeat(500)}`), 414, /longer than 100 characters/));
+  it('unsupported method on a known path', async () =>
+    assertShape(await send('control', 'PATCH', '/v1/fleet'), 405, /PATCH is not allowed on \/v1\/fleet/));
   it('unknown path', async () => assertShape(await send('control', 'GET', '/v1/nothing'), 404));
-  it('malformed HTTP', async () => assertShape(await sendRaw('control', 'GET /v1/fleet HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n'), 400, /not valid HTTP/));
+  it('malformed HTTP', async () =>
+    assertShape(await sendRaw('control', 'GET /v1/fleet HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n'), 400, /not valid HTTP/));
   it('headers too large', async () =>
     assertShape(await sendRaw('control', `GET /v1/fleet HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`), 431));
 });
@@ -92,14 +110,22 @@ describe('one error shape on IMDS, in its own wording', () => {
   it('bad JSON', async () => assertShape(await send('imds', 'POST', EVENTS, { ...META, ...JSON_TYPE }, '{bad'), 400, /not valid JSON/));
   it('any content type is read as the approval body, so a wrong one is judged by its body', async () =>
     assertShape(await send('imds', 'POST', EVENTS, { ...META, 'content-type': 'text/plain' }, 'StartRequests'), 400));
-  it('a content type that does not parse', async () => assertShape(await send('imds', 'POST', EVENTS, { ...META, 'content-type': '///' }, '{bad'), 400));
+  it('a content type that does not parse', async () =>
+    assertShape(await send('imds', 'POST', EVENTS, { ...META, 'content-type': '///' }, '{bad'), 400));
   it('body too large', async () => assertShape(await send('imds', 'POST', EVENTS, META, Buffer.alloc(2 * 1024 * 1024, 32)), 413));
   it('a body cut short by its Content-Length', async () =>
-    assertShape(await sendRaw('imds', `POST ${EVENTS} HTTP/1.1\r\nHost: 127.0.0.1\r\nMetadata: true\r\nContent-Length: 1\r\nConnection: close\r\n\r\n{}`), 400));
+    assertShape(
+      await sendRaw(
+        'imds',
+        `POST ${EVENTS} HTTP/1.1\r\nHost: 127.0.0.1\r\nMetadata: true\r\nContent-Length: 1\r\nConnection: close\r\n\r\n{}`,
+      ),
+      400,
+    ));
   it('bad URL encoding', async () => assertShape(await send('imds', 'GET', `/vms/%E0%A4%A${EVENTS}`, META), 400, /The URL is not valid/));
   it('an over-long path segment', async () => assertShape(await send('imds', 'GET', `/vms/${'a'.repeat(2000)}${EVENTS}`, META), 404));
   it('unsupported method on a known path', async () => assertShape(await send('imds', 'PUT', EVENTS, META), 405));
   it('unknown path', async () => assertShape(await send('imds', 'GET', '/nothing', META), 404));
   it('malformed HTTP', async () => assertShape(await sendRaw('imds', 'GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n'), 400));
-  it('headers too large', async () => assertShape(await sendRaw('imds', `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`), 431));
+  it('headers too large', async () =>
+    assertShape(await sendRaw('imds', `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'a'.repeat(40_000)}\r\n\r\n`), 431));
 });

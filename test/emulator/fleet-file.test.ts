@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, describe, it } from 'node:test';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { describe, it } from 'node:test';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
 import { FleetFileError, loadFleetFile, parseFleet } from '../../src/emulator/fleet-file.js';
+import { tempDir } from '../support/temp.js';
+import { placement } from '../support/fleet.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-fleet-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('fleet');
 
 function write(name: string, text: string): string {
   const path = join(dir, name);
@@ -32,20 +32,34 @@ function assertError(fn: () => unknown, expected: string | RegExp): FleetFileErr
   return caught;
 }
 
+/** Parsing these lines as fleet.yaml fails with `expected`. */
+function refuses(text: readonly string[], expected: string | RegExp): FleetFileError {
+  return assertError(() => parseFleet(text.join('\n'), 'fleet.yaml'), expected);
+}
+
 describe('loadFleetFile', () => {
   it('reads a YAML fleet', () => {
     const path = write(
       'ok.yaml',
-      ['# comment', 'vms:', '  - name: a', '    tenant: as1', '    tenantKind: availabilitySet', '    faultDomain: 1', '  - name: b', ''].join('\n'),
+      [
+        '# comment',
+        'vms:',
+        '  - name: a',
+        '    tenant: as1',
+        '    tenantKind: availabilitySet',
+        '    faultDomain: 1',
+        '  - name: b',
+        '',
+      ].join('\n'),
     );
-    assert.deepEqual(loadFleetFile(path), [
-      { name: 'a', tenant: 'as1', tenantKind: 'availabilitySet', faultDomain: 1 },
-      { name: 'b' },
-    ]);
+    assert.deepEqual(loadFleetFile(path), [{ name: 'a', tenant: 'as1', tenantKind: 'availabilitySet', faultDomain: 1 }, { name: 'b' }]);
   });
 
   it('reads a JSON fleet', () => {
-    const path = write('ok.json', JSON.stringify({ vms: [{ name: 'a', priority: 'Spot', tenant: 'ss', tenantKind: 'scaleSet' }] }, null, 2));
+    const path = write(
+      'ok.json',
+      JSON.stringify({ vms: [{ name: 'a', priority: 'Spot', tenant: 'ss', tenantKind: 'scaleSet' }] }, null, 2),
+    );
     assert.deepEqual(loadFleetFile(path), [{ name: 'a', priority: 'Spot', tenant: 'ss', tenantKind: 'scaleSet' }]);
   });
 
@@ -95,18 +109,15 @@ describe('loadFleetFile', () => {
   });
 
   it('rejects conflicting placement', () => {
-    assertError(
-      () => parseFleet(['hosts:', '  - name: h1', '    vms: [a]', 'vms:', '  - name: a', '    host: h2'].join('\n'), 'fleet.yaml'),
+    refuses(
+      ['hosts:', '  - name: h1', '    vms: [a]', 'vms:', '  - name: a', '    host: h2'],
       "fleet.yaml:3:11: hosts[0].vms[0]: VM 'a' is placed on host 'h1' here but on 'h2' in vms[0].host",
     );
-    assertError(
-      () => parseFleet(['hosts:', '  - {name: h1, vms: [a]}', '  - {name: h2, vms: [a]}', 'vms: [{name: a}]'].join('\n'), 'fleet.yaml'),
+    refuses(
+      ['hosts:', '  - {name: h1, vms: [a]}', '  - {name: h2, vms: [a]}', 'vms: [{name: a}]'],
       "fleet.yaml:3:22: hosts[1].vms[0]: VM 'a' is already placed on host 'h1' (hosts[0].vms[0])",
     );
-    assertError(
-      () => parseFleet(['hosts:', '  - {name: h1, vms: [zz]}', 'vms: [{name: a}]'].join('\n'), 'fleet.yaml'),
-      "fleet.yaml:2:22: hosts[0].vms[0]: no VM named 'zz' in the fleet",
-    );
+    refuses(['hosts:', '  - {name: h1, vms: [zz]}', 'vms: [{name: a}]'], "fleet.yaml:2:22: hosts[0].vms[0]: no VM named 'zz' in the fleet");
   });
 
   it('names file:line:col, the field and the problem for a wrong type', () => {
@@ -122,27 +133,26 @@ describe('loadFleetFile', () => {
   });
 
   it('rejects unknown keys, pointing at the key', () => {
-    assertError(
-      () => parseFleet(['vms:', '  - name: a', '    fualtDomain: 1'].join('\n'), 'fleet.yaml'),
-      'fleet.yaml:3:5: vms[0].fualtDomain: unknown key "fualtDomain"',
-    );
-    assertError(() => parseFleet(['vms: [{name: a}]', 'vm: []'].join('\n'), 'fleet.yaml'), 'fleet.yaml:2:1: vm: unknown key "vm"');
+    refuses(['vms:', '  - name: a', '    fualtDomain: 1'], 'fleet.yaml:3:5: vms[0].fualtDomain: unknown key "fualtDomain"');
+    refuses(['vms: [{name: a}]', 'vm: []'], 'fleet.yaml:2:1: vm: unknown key "vm"');
   });
 
   it('rejects a duplicate VM', () => {
-    assertError(
-      () => parseFleet(['vms:', '  - name: a', '  - name: b', '  - name: a'].join('\n'), 'fleet.yaml'),
-      "fleet.yaml:4:11: vms[2].name: duplicate VM name 'a' (first at vms[0])",
-    );
+    refuses(['vms:', '  - name: a', '  - name: b', '  - name: a'], "fleet.yaml:4:11: vms[2].name: duplicate VM name 'a' (first at vms[0])");
   });
 
   it('applies the engine’s rules: a fault domain outside the tenant’s count', () => {
     assertError(
       () =>
         parseFleet(
-          ['tenants:', '  - {name: as1, kind: availabilitySet, faultDomainCount: 2}', 'vms:', '  - name: a', '    tenant: as1', '    faultDomain: 2'].join(
-            '\n',
-          ),
+          [
+            'tenants:',
+            '  - {name: as1, kind: availabilitySet, faultDomainCount: 2}',
+            'vms:',
+            '  - name: a',
+            '    tenant: as1',
+            '    faultDomain: 2',
+          ].join('\n'),
           'fleet.yaml',
         ),
       "fleet.yaml:6:18: vms[0].faultDomain: VM 'a': faultDomain must be an integer from 0 to 1, got 2",
@@ -153,7 +163,14 @@ describe('loadFleetFile', () => {
     assertError(
       () =>
         parseFleet(
-          ['tenants:', '  - name: as1', '    kind: availabilitySet', '    terminateNotificationMinutes: 10', 'vms:', '  - {name: a, tenant: as1}'].join('\n'),
+          [
+            'tenants:',
+            '  - name: as1',
+            '    kind: availabilitySet',
+            '    terminateNotificationMinutes: 10',
+            'vms:',
+            '  - {name: a, tenant: as1}',
+          ].join('\n'),
           'fleet.yaml',
         ),
       /^fleet\.yaml:4:35: tenants\[0\]\.terminateNotificationMinutes: VM 'a': terminateNotificationMinutes applies only to scale-set VMs/,
@@ -167,7 +184,7 @@ describe('loadFleetFile', () => {
   });
 
   it('reports YAML syntax errors with line and column', () => {
-    const err = assertError(() => parseFleet(['vms:', '  - name: a', '    tenant: [x', 'hosts: []'].join('\n'), 'fleet.yaml'), /^fleet\.yaml:\d+:\d+: YAML syntax error: /);
+    const err = refuses(['vms:', '  - name: a', '    tenant: [x', 'hosts: []'], /^fleet\.yaml:\d+:\d+: YAML syntax error: /);
     assert.ok(err.line >= 3, `line ${err.line}`);
     assertError(() => parseFleet('vms:\n  - name: a\n  name: b\n', 'fleet.yaml'), /^fleet\.yaml:3:\d+: YAML syntax error: /);
   });
@@ -222,20 +239,20 @@ describe('tenants: update domains and placement groups', () => {
   });
 
   it('blames the tenant for an update domain count or scale set that breaks a rule', () => {
-    assertError(
-      () => parseFleet(lines('tenants:', '  - {name: t, kind: availabilitySet, updateDomainCount: 2}', 'vms:', '  - {name: a, tenant: t, updateDomain: 3}'), 'fleet.yaml'),
+    refuses(
+      ['tenants:', '  - {name: t, kind: availabilitySet, updateDomainCount: 2}', 'vms:', '  - {name: a, tenant: t, updateDomain: 3}'],
       "fleet.yaml:4:40: vms[0].updateDomain: VM 'a': updateDomain must be an integer from 0 to 1, got 3",
     );
-    assertError(
-      () => parseFleet(lines('tenants:', '  - {name: t, kind: availabilitySet, updateDomainCount: 30}', 'vms: [{name: a, tenant: t}]'), 'fleet.yaml'),
+    refuses(
+      ['tenants:', '  - {name: t, kind: availabilitySet, updateDomainCount: 30}', 'vms: [{name: a, tenant: t}]'],
       "fleet.yaml:2:57: tenants[0].updateDomainCount: VM 'a': updateDomainCount must be an integer from 1 to 20, got 30",
     );
-    assertError(
-      () => parseFleet(lines('tenants:', '  - {name: t, kind: availabilitySet, scaleSet: x}', 'vms: [{name: a, tenant: t}]'), 'fleet.yaml'),
+    refuses(
+      ['tenants:', '  - {name: t, kind: availabilitySet, scaleSet: x}', 'vms: [{name: a, tenant: t}]'],
       "fleet.yaml:2:48: tenants[0].scaleSet: VM 'a': scaleSet applies only to scale-set VMs (tenantKind scaleSet)",
     );
-    assertError(
-      () => parseFleet(lines('tenants:', '  - {name: t, kind: scaleSet}', '  - {name: t, kind: scaleSet}', 'vms: [{name: a, tenant: t}]'), 'fleet.yaml'),
+    refuses(
+      ['tenants:', '  - {name: t, kind: scaleSet}', '  - {name: t, kind: scaleSet}', 'vms: [{name: a, tenant: t}]'],
       "fleet.yaml:3:12: tenants[1].name: tenant 't' is declared twice (first at tenants[0])",
     );
   });
@@ -243,7 +260,10 @@ describe('tenants: update domains and placement groups', () => {
 
 describe('scaleSets:', () => {
   it('expands instances into one tenant named after the scale set', () => {
-    const specs = parseFleet(lines('scaleSets:', '  - name: ss', '    instances: 3', '    faultDomainCount: 2', '    priority: Spot'), 'fleet.yaml');
+    const specs = parseFleet(
+      lines('scaleSets:', '  - name: ss', '    instances: 3', '    faultDomainCount: 2', '    priority: Spot'),
+      'fleet.yaml',
+    );
     const common = { tenant: 'ss', tenantKind: 'scaleSet', priority: 'Spot', faultDomainCount: 2, updateDomainCount: 5 } as const;
     assert.deepEqual(specs, [
       { name: 'ss_0', faultDomain: 0, updateDomain: 0, ...common },
@@ -271,16 +291,13 @@ describe('scaleSets:', () => {
       ),
       'fleet.yaml',
     );
-    assert.deepEqual(
-      specs.map((s) => [s.name, s.tenant, s.faultDomain, s.updateDomain, s.host]),
-      [
-        ['web_0', 'web-pg0', 0, 0, 'node0'],
-        ['web_1', 'web-pg1', 0, 0, 'node2'],
-        ['web_2', 'web-pg0', 1, 1, 'node1'],
-        ['web_3', 'web-pg1', 1, 1, 'node1'],
-        ['web_4', 'web-pg0', 0, 0, 'node0'],
-      ],
-    );
+    assert.deepEqual(placement(specs), [
+      ['web_0', 'web-pg0', 0, 0, 'node0'],
+      ['web_1', 'web-pg1', 0, 0, 'node2'],
+      ['web_2', 'web-pg0', 1, 1, 'node1'],
+      ['web_3', 'web-pg1', 1, 1, 'node1'],
+      ['web_4', 'web-pg0', 0, 0, 'node0'],
+    ]);
     const engine = engineOf(specs);
     assert.deepEqual([...engine.fleet.tenants.keys()], ['web-pg0', 'web-pg1']);
     for (const vm of engine.fleet.vms.values()) {
@@ -304,7 +321,16 @@ describe('scaleSets:', () => {
       'fleet.yaml',
     );
     assert.deepEqual(specs, [
-      { name: 'a', tenant: 'one', tenantKind: 'scaleSet', scaleSet: 'one', address: '10.0.0.4', terminateNotificationMinutes: 5, gpu: true, faultDomainCount: 1 },
+      {
+        name: 'a',
+        tenant: 'one',
+        tenantKind: 'scaleSet',
+        scaleSet: 'one',
+        address: '10.0.0.4',
+        terminateNotificationMinutes: 5,
+        gpu: true,
+        faultDomainCount: 1,
+      },
       { name: 'b', tenant: 'one', tenantKind: 'scaleSet', terminateNotificationMinutes: 5, gpu: true, faultDomainCount: 1 },
       { name: 'c', tenant: 'two-pg1', tenantKind: 'scaleSet', scaleSet: 'two', priority: 'Spot', faultDomain: 3 },
     ]);
@@ -315,38 +341,56 @@ describe('scaleSets:', () => {
   });
 
   it('reports problems at the scale set, with file:line:col', () => {
-    const ss = (...l: string[]) => () => parseFleet(lines('scaleSets:', '  - name: ss', ...l), 'fleet.yaml');
-    assertError(ss('    instances: 3', '    hosts: 2'), 'fleet.yaml:4:12: scaleSets[0].hosts: must be at least the fault domain count (5), got 2');
-    assertError(ss('    instances: 3', '    hosts: abc'), 'fleet.yaml:4:12: scaleSets[0].hosts: expected a host count or a list of host names');
-    assertError(ss('    instances: 3', '    faultDomainCount: 1', '    hosts: [a, b, a]'), "fleet.yaml:5:19: scaleSets[0].hosts[2]: host 'a' is listed twice");
+    const ss =
+      (...l: string[]) =>
+      () =>
+        parseFleet(lines('scaleSets:', '  - name: ss', ...l), 'fleet.yaml');
+    assertError(
+      ss('    instances: 3', '    hosts: 2'),
+      'fleet.yaml:4:12: scaleSets[0].hosts: must be at least the fault domain count (5), got 2',
+    );
+    assertError(
+      ss('    instances: 3', '    hosts: abc'),
+      'fleet.yaml:4:12: scaleSets[0].hosts: expected a host count or a list of host names',
+    );
+    assertError(
+      ss('    instances: 3', '    faultDomainCount: 1', '    hosts: [a, b, a]'),
+      "fleet.yaml:5:19: scaleSets[0].hosts[2]: host 'a' is listed twice",
+    );
     assertError(ss('    hosts: 5'), 'fleet.yaml:3:12: scaleSets[0].hosts: places generated instances; set instances too');
-    assertError(ss('    instances: 2', '    hostPrefix: x'), 'fleet.yaml:4:17: scaleSets[0].hostPrefix: applies only with a host count (hosts: N)');
-    assertError(ss('    instances: 2', '    terminateNotificationMinutes: 20'), /^fleet\.yaml:4:35: scaleSets\[0\]\.terminateNotificationMinutes: Too big/);
+    assertError(
+      ss('    instances: 2', '    hostPrefix: x'),
+      'fleet.yaml:4:17: scaleSets[0].hostPrefix: applies only with a host count (hosts: N)',
+    );
+    assertError(
+      ss('    instances: 2', '    terminateNotificationMinutes: 20'),
+      /^fleet\.yaml:4:35: scaleSets\[0\]\.terminateNotificationMinutes: Too big/,
+    );
     assertError(ss('    instances: 2', '    placementGroups: 0'), /^fleet\.yaml:4:22: scaleSets\[0\]\.placementGroups: Too small/);
     assertError(ss('    instances: 2', '    gpu: "yes"'), 'fleet.yaml:4:10: scaleSets[0].gpu: expected boolean, received string');
     assertError(ss('    instances: 2', '    instance: 2'), 'fleet.yaml:4:5: scaleSets[0].instance: unknown key "instance"');
-    assertError(
-      () => parseFleet(lines('scaleSets:', '  - {name: "bad name", instances: 1}'), 'fleet.yaml'),
+    refuses(
+      ['scaleSets:', '  - {name: "bad name", instances: 1}'],
       /^fleet\.yaml:2:12: scaleSets\[0\]\.name: VM 'bad name_0': VM name "bad name_0" must be/,
     );
-    assertError(
-      () => parseFleet(lines('scaleSets:', '  - {name: ss, instances: 1}', '  - {name: ss, instances: 1}'), 'fleet.yaml'),
+    refuses(
+      ['scaleSets:', '  - {name: ss, instances: 1}', '  - {name: ss, instances: 1}'],
       "fleet.yaml:3:12: scaleSets[1].name: scale set 'ss' is listed twice (first at scaleSets[0])",
     );
   });
 
   it('asks listed VMs of a scale set of several placement groups to name one', () => {
     const two = ['scaleSets:', '  - {name: ss, placementGroups: 2}', 'vms:'];
-    assertError(
-      () => parseFleet(lines(...two, '  - {name: a, tenant: ss}'), 'fleet.yaml'),
-      'fleet.yaml:4:23: vms[0].tenant: scale set \'ss\' has 2 placement groups: set tenant to one of ss-pg0 … ss-pg1',
+    refuses(
+      [...two, '  - {name: a, tenant: ss}'],
+      "fleet.yaml:4:23: vms[0].tenant: scale set 'ss' has 2 placement groups: set tenant to one of ss-pg0 … ss-pg1",
     );
-    assertError(
-      () => parseFleet(lines(...two, '  - {name: a, scaleSet: ss}'), 'fleet.yaml'),
-      'fleet.yaml:4:25: vms[0].scaleSet: scale set \'ss\' has 2 placement groups: set tenant to one of ss-pg0 … ss-pg1',
+    refuses(
+      [...two, '  - {name: a, scaleSet: ss}'],
+      "fleet.yaml:4:25: vms[0].scaleSet: scale set 'ss' has 2 placement groups: set tenant to one of ss-pg0 … ss-pg1",
     );
-    assertError(
-      () => parseFleet(lines(...two, '  - {name: a, tenant: ss-pg0, scaleSet: other}'), 'fleet.yaml'),
+    refuses(
+      [...two, '  - {name: a, tenant: ss-pg0, scaleSet: other}'],
       "fleet.yaml:4:41: vms[0].scaleSet: tenant 'ss-pg0' belongs to scale set 'ss', not 'other'",
     );
   });
@@ -355,7 +399,15 @@ describe('scaleSets:', () => {
 describe('generate:', () => {
   it('expands availability sets over shared hosts', () => {
     const specs = parseFleet(
-      lines('generate:', '  - availabilitySets: 3', '    vmsPerSet: 4', '    hosts: 6', '    faultDomainCount: 3', '    updateDomainCount: 2', '    prefix: cust'),
+      lines(
+        'generate:',
+        '  - availabilitySets: 3',
+        '    vmsPerSet: 4',
+        '    hosts: 6',
+        '    faultDomainCount: 3',
+        '    updateDomainCount: 2',
+        '    prefix: cust',
+      ),
       'fleet.yaml',
     );
     assert.equal(specs.length, 12);
@@ -403,16 +455,28 @@ describe('generate:', () => {
   });
 
   it('reports problems at the generate entry, with file:line:col', () => {
-    const gen = (...l: string[]) => () => parseFleet(lines('generate:', '  - availabilitySets: 2', '    vmsPerSet: 3', ...l), 'fleet.yaml');
+    const gen =
+      (...l: string[]) =>
+      () =>
+        parseFleet(lines('generate:', '  - availabilitySets: 2', '    vmsPerSet: 3', ...l), 'fleet.yaml');
     assertError(gen('    hosts: 1'), 'fleet.yaml:4:12: generate[0].hosts: must be at least the fault domain count (2), got 1');
-    assertError(gen('    hosts: 2', '    faultDomainCount: 3'), 'fleet.yaml:4:12: generate[0].hosts: must be at least the fault domain count (3), got 2');
-    assertError(gen('    hosts: 4', '    faultDomainCount: 4'), /^fleet\.yaml:5:23: generate\[0\]\.faultDomainCount: Too big: expected number to be <=3/);
+    assertError(
+      gen('    hosts: 2', '    faultDomainCount: 3'),
+      'fleet.yaml:4:12: generate[0].hosts: must be at least the fault domain count (3), got 2',
+    );
+    assertError(
+      gen('    hosts: 4', '    faultDomainCount: 4'),
+      /^fleet\.yaml:5:23: generate\[0\]\.faultDomainCount: Too big: expected number to be <=3/,
+    );
     assertError(gen(), 'fleet.yaml:2:5: generate[0].hosts: missing (required)');
     assertError(gen('    hosts: "4"'), 'fleet.yaml:4:12: generate[0].hosts: expected number, received string');
     assertError(gen('    hosts: 4', '    prefixes: x'), 'fleet.yaml:5:5: generate[0].prefixes: unknown key "prefixes"');
-    assertError(gen('    hosts: 4', '    prefix: "a b"'), /^fleet\.yaml:5:13: generate\[0\]\.prefix: VM 'a b0-vm0': VM name "a b0-vm0" must be/);
     assertError(
-      () => parseFleet(lines('generate:', '  - {availabilitySets: 2000, vmsPerSet: 1000, hosts: 4}'), 'fleet.yaml'),
+      gen('    hosts: 4', '    prefix: "a b"'),
+      /^fleet\.yaml:5:13: generate\[0\]\.prefix: VM 'a b0-vm0': VM name "a b0-vm0" must be/,
+    );
+    refuses(
+      ['generate:', '  - {availabilitySets: 2000, vmsPerSet: 1000, hosts: 4}'],
       'fleet.yaml:2:41: generate[0].vmsPerSet: 2000 sets of 1000 VMs make 2000000; at most 1000000',
     );
   });
@@ -421,18 +485,23 @@ describe('generate:', () => {
     assertError(
       () =>
         parseFleet(
-          lines('generate:', '  - {availabilitySets: 1, vmsPerSet: 2, hosts: 2}', 'vms:', '  - {name: x, tenant: as0, faultDomain: 1, host: host0}'),
+          lines(
+            'generate:',
+            '  - {availabilitySets: 1, vmsPerSet: 2, hosts: 2}',
+            'vms:',
+            '  - {name: x, tenant: as0, faultDomain: 1, host: host0}',
+          ),
           'fleet.yaml',
         ),
       "fleet.yaml:4:41: vms[0].faultDomain: VM 'x': host 'host0' already carries 'as0-vm0' of tenant 'as0' in fault domain 0; " +
         "a host lies in one fault domain of each tenant, so 'x' cannot be in fault domain 1 there",
     );
-    assertError(
-      () => parseFleet(lines('scaleSets:', '  - {name: ss, instances: 2}', 'hosts:', '  - {name: h, vms: [ss_0, ss_1]}'), 'fleet.yaml'),
+    refuses(
+      ['scaleSets:', '  - {name: ss, instances: 2}', 'hosts:', '  - {name: h, vms: [ss_0, ss_1]}'],
       /^fleet\.yaml:4:27: hosts\[0\]\.vms\[1\]: VM 'ss_1': host 'h' already carries 'ss_0' of tenant 'ss' in fault domain 0/,
     );
-    assertError(
-      () => parseFleet(lines('scaleSets:', '  - {name: ss, instances: 2, hosts: 5}', 'hosts:', '  - {name: h, vms: [ss_1]}'), 'fleet.yaml'),
+    refuses(
+      ['scaleSets:', '  - {name: ss, instances: 2, hosts: 5}', 'hosts:', '  - {name: h, vms: [ss_1]}'],
       "fleet.yaml:4:21: hosts[0].vms[0]: VM 'ss_1' is placed on host 'h' here but on 'host1' by scaleSets[0].hosts",
     );
   });
@@ -442,41 +511,54 @@ describe('names across sections', () => {
   it('reports a duplicate VM at its second occurrence, in file order', () => {
     const scaleSet = ['scaleSets:', '  - {name: ss, instances: 2}'];
     const vms = ['vms:', '  - {name: ss_1}'];
-    assertError(() => parseFleet(lines(...scaleSet, ...vms), 'fleet.yaml'), "fleet.yaml:4:12: vms[0].name: duplicate VM name 'ss_1' (first at scaleSets[0])");
-    assertError(() => parseFleet(lines(...vms, ...scaleSet), 'fleet.yaml'), "fleet.yaml:4:12: scaleSets[0].name: duplicate VM name 'ss_1' (first at vms[0])");
     assertError(
-      () => parseFleet(lines('generate:', '  - {availabilitySets: 1, vmsPerSet: 2, hosts: 2}', 'vms: [{name: as0-vm1}]'), 'fleet.yaml'),
+      () => parseFleet(lines(...scaleSet, ...vms), 'fleet.yaml'),
+      "fleet.yaml:4:12: vms[0].name: duplicate VM name 'ss_1' (first at scaleSets[0])",
+    );
+    assertError(
+      () => parseFleet(lines(...vms, ...scaleSet), 'fleet.yaml'),
+      "fleet.yaml:4:12: scaleSets[0].name: duplicate VM name 'ss_1' (first at vms[0])",
+    );
+    refuses(
+      ['generate:', '  - {availabilitySets: 1, vmsPerSet: 2, hosts: 2}', 'vms: [{name: as0-vm1}]'],
       "fleet.yaml:3:14: vms[0].name: duplicate VM name 'as0-vm1' (first at generate[0])",
     );
   });
 
   it('reports a duplicate tenant at its second occurrence, in file order', () => {
-    assertError(
-      () => parseFleet(lines('tenants:', '  - {name: as0, kind: availabilitySet}', 'generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4}'), 'fleet.yaml'),
+    refuses(
+      ['tenants:', '  - {name: as0, kind: availabilitySet}', 'generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4}'],
       "fleet.yaml:4:5: generate[0]: tenant 'as0' is declared twice (first at tenants[0])",
     );
-    assertError(
-      () => parseFleet(lines('generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4, prefix: x}', 'tenants:', '  - {name: x1, kind: scaleSet}'), 'fleet.yaml'),
+    refuses(
+      ['generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4, prefix: x}', 'tenants:', '  - {name: x1, kind: scaleSet}'],
       "fleet.yaml:4:12: tenants[0].name: tenant 'x1' is declared twice (first at generate[0])",
     );
-    assertError(
-      () => parseFleet(lines('generate:', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}'), 'fleet.yaml'),
+    refuses(
+      ['generate:', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}'],
       "fleet.yaml:3:5: generate[1]: tenant 'as0' is declared twice (first at generate[0])",
     );
-    assertError(
-      () => parseFleet(lines('scaleSets:', '  - {name: ss, placementGroups: 2}', 'tenants:', '  - {name: ss-pg1, kind: scaleSet}', 'vms: [{name: a}]'), 'fleet.yaml'),
+    refuses(
+      ['scaleSets:', '  - {name: ss, placementGroups: 2}', 'tenants:', '  - {name: ss-pg1, kind: scaleSet}', 'vms: [{name: a}]'],
       "fleet.yaml:4:12: tenants[0].name: tenant 'ss-pg1' is declared twice (first at scaleSets[0])",
     );
   });
 
   it('needs a VM from some section', () => {
     assertError(() => parseFleet('tenants: []\n', 'fleet.yaml'), /^fleet\.yaml:1:1: a fleet needs at least one VM/);
-    assertError(() => parseFleet(lines('vms: []', 'scaleSets: [{name: ss, instances: 0}]'), 'fleet.yaml'), /^fleet\.yaml:1:6: vms: a fleet needs at least one VM/);
+    assertError(
+      () => parseFleet(lines('vms: []', 'scaleSets: [{name: ss, instances: 0}]'), 'fleet.yaml'),
+      /^fleet\.yaml:1:6: vms: a fleet needs at least one VM/,
+    );
     assert.equal(parseFleet('scaleSets: [{name: ss, instances: 1}]\nvms: []\n', 'fleet.yaml').length, 1);
   });
 
   it('reads the new sections from JSON, with positions', () => {
-    const json = JSON.stringify({ generate: [{ availabilitySets: 1, vmsPerSet: 2, hosts: 2 }], scaleSets: [{ name: 'ss', instances: 1 }] }, null, 2);
+    const json = JSON.stringify(
+      { generate: [{ availabilitySets: 1, vmsPerSet: 2, hosts: 2 }], scaleSets: [{ name: 'ss', instances: 1 }] },
+      null,
+      2,
+    );
     assert.equal(parseFleet(json, 'fleet.json').length, 3);
     assertError(
       () => parseFleet('{\n  "generate": [\n    {"availabilitySets": 1, "vmsPerSet": 2, "hosts": 1}\n  ]\n}', 'fleet.json'),

@@ -10,6 +10,7 @@ import {
   generateScaleSet,
   scaleSetTenants,
 } from '../../src/emulator/fleet-generator.js';
+import { placement } from '../support/fleet.js';
 
 let ids = 0;
 const newFleet = () => new Fleet(() => `id-${ids++}`);
@@ -24,6 +25,11 @@ function assertOneFaultDomainPerHostAndTenant(specs: readonly VmSpec[]): void {
     if (fd === undefined) seen.set(key, s.faultDomain!);
     else assert.equal(s.faultDomain, fd, `host ${s.host} carries tenant ${s.tenant} in fault domains ${fd} and ${s.faultDomain}`);
   }
+}
+
+/** Options with a fault domain count of 1 to `max`, and the others drawn by `rest` for that count. */
+function withFaultDomains<T extends object>(max: number, rest: (fdCount: number) => { [K in keyof T]: fc.Arbitrary<T[K]> }) {
+  return fc.integer({ min: 1, max }).chain((fdCount) => fc.record(rest(fdCount)).map((o) => ({ ...o, faultDomainCount: fdCount })));
 }
 
 function assertGeneratorError(fn: () => unknown, path: readonly (string | number)[], problem: string | RegExp): void {
@@ -53,29 +59,23 @@ describe('generateAvailabilitySets', () => {
 
   it('takes prefixes and three fault domains', () => {
     const specs = generateAvailabilitySets({ sets: 1, vmsPerSet: 4, hosts: 3, faultDomainCount: 3, prefix: 'cust', hostPrefix: 'rack' });
-    assert.deepEqual(
-      specs.map((s) => [s.name, s.tenant, s.faultDomain, s.updateDomain, s.host]),
-      [
-        ['cust0-vm0', 'cust0', 0, 0, 'rack0'],
-        ['cust0-vm1', 'cust0', 1, 1, 'rack1'],
-        ['cust0-vm2', 'cust0', 2, 2, 'rack2'],
-        ['cust0-vm3', 'cust0', 0, 3, 'rack0'],
-      ],
-    );
+    assert.deepEqual(placement(specs), [
+      ['cust0-vm0', 'cust0', 0, 0, 'rack0'],
+      ['cust0-vm1', 'cust0', 1, 1, 'rack1'],
+      ['cust0-vm2', 'cust0', 2, 2, 'rack2'],
+      ['cust0-vm3', 'cust0', 0, 3, 'rack0'],
+    ]);
   });
 
   it('keeps the host rule, places every VM and balances hosts (property)', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 3 }).chain((fdCount) =>
-          fc.record({
-            sets: fc.integer({ min: 1, max: 15 }),
-            vmsPerSet: fc.integer({ min: 1, max: 25 }),
-            hosts: fc.integer({ min: fdCount, max: 50 }),
-            faultDomainCount: fc.constant(fdCount),
-            updateDomainCount: fc.integer({ min: 1, max: 20 }),
-          }),
-        ),
+        withFaultDomains(3, (fdCount) => ({
+          sets: fc.integer({ min: 1, max: 15 }),
+          vmsPerSet: fc.integer({ min: 1, max: 25 }),
+          hosts: fc.integer({ min: fdCount, max: 50 }),
+          updateDomainCount: fc.integer({ min: 1, max: 20 }),
+        })),
         (o) => {
           const specs = generateAvailabilitySets(o);
           assert.equal(specs.length, o.sets * o.vmsPerSet);
@@ -124,14 +124,26 @@ describe('generateAvailabilitySets', () => {
   });
 
   it('rejects fewer hosts than fault domains, and bad numbers, naming the option', () => {
-    assertGeneratorError(() => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 1 }), ['hosts'], 'must be at least the fault domain count (2), got 1');
+    assertGeneratorError(
+      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 1 }),
+      ['hosts'],
+      'must be at least the fault domain count (2), got 1',
+    );
     assertGeneratorError(
       () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 2, faultDomainCount: 3 }),
       ['hosts'],
       'must be at least the fault domain count (3), got 2',
     );
-    assertGeneratorError(() => generateAvailabilitySets({ sets: 0, vmsPerSet: 1, hosts: 2 }), ['sets'], 'must be a positive integer, got 0');
-    assertGeneratorError(() => generateAvailabilitySets({ sets: 1, vmsPerSet: 1.5, hosts: 2 }), ['vmsPerSet'], 'must be a positive integer, got 1.5');
+    assertGeneratorError(
+      () => generateAvailabilitySets({ sets: 0, vmsPerSet: 1, hosts: 2 }),
+      ['sets'],
+      'must be a positive integer, got 0',
+    );
+    assertGeneratorError(
+      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1.5, hosts: 2 }),
+      ['vmsPerSet'],
+      'must be a positive integer, got 1.5',
+    );
     assertGeneratorError(
       () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 4, faultDomainCount: 4 }),
       ['faultDomainCount'],
@@ -143,7 +155,9 @@ describe('generateAvailabilitySets', () => {
       'must be an integer from 1 to 20, got 21',
     );
     assertGeneratorError(() => generateAvailabilitySets({ sets: 2_000, vmsPerSet: 1_000, hosts: 2 }), ['vmsPerSet'], /at most 1000000/);
-    assert.throws(() => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 1 }), { message: 'hosts: must be at least the fault domain count (2), got 1' });
+    assert.throws(() => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 1 }), {
+      message: 'hosts: must be at least the fault domain count (2), got 1',
+    });
   });
 
   it('uses the engine’s default counts', () => {
@@ -160,17 +174,14 @@ describe('generateAvailabilitySets', () => {
 describe('generateScaleSet', () => {
   it('names instances <name>_<i> in one tenant by default, with the engine’s counts', () => {
     const specs = generateScaleSet({ name: 'ss', instances: 6 });
-    assert.deepEqual(
-      specs.map((s) => [s.name, s.tenant, s.faultDomain, s.updateDomain, s.host, s.scaleSet]),
-      [
-        ['ss_0', 'ss', 0, 0, undefined, undefined],
-        ['ss_1', 'ss', 1, 1, undefined, undefined],
-        ['ss_2', 'ss', 2, 2, undefined, undefined],
-        ['ss_3', 'ss', 3, 3, undefined, undefined],
-        ['ss_4', 'ss', 4, 4, undefined, undefined],
-        ['ss_5', 'ss', 0, 0, undefined, undefined],
-      ],
-    );
+    assert.deepEqual(placement(specs, true), [
+      ['ss_0', 'ss', 0, 0, undefined, undefined],
+      ['ss_1', 'ss', 1, 1, undefined, undefined],
+      ['ss_2', 'ss', 2, 2, undefined, undefined],
+      ['ss_3', 'ss', 3, 3, undefined, undefined],
+      ['ss_4', 'ss', 4, 4, undefined, undefined],
+      ['ss_5', 'ss', 0, 0, undefined, undefined],
+    ]);
     assert.ok(specs.every((s) => s.tenantKind === 'scaleSet' && s.faultDomainCount === 5 && s.updateDomainCount === 5));
     assert.ok(specs.every((s) => !('priority' in s) && !('gpu' in s) && !('terminateNotificationMinutes' in s)));
   });
@@ -185,17 +196,14 @@ describe('generateScaleSet', () => {
       terminateNotificationMinutes: 10,
       hosts: ['h0', 'h1', 'h2', 'h3'],
     });
-    assert.deepEqual(
-      specs.map((s) => [s.name, s.tenant, s.faultDomain, s.updateDomain, s.host, s.scaleSet]),
-      [
-        ['web_0', 'web-pg0', 0, 0, 'h0', 'web'],
-        ['web_1', 'web-pg1', 0, 0, 'h2', 'web'],
-        ['web_2', 'web-pg0', 1, 1, 'h1', 'web'],
-        ['web_3', 'web-pg1', 1, 1, 'h3', 'web'],
-        ['web_4', 'web-pg0', 0, 2, 'h0', 'web'],
-        ['web_5', 'web-pg1', 0, 2, 'h2', 'web'],
-      ],
-    );
+    assert.deepEqual(placement(specs, true), [
+      ['web_0', 'web-pg0', 0, 0, 'h0', 'web'],
+      ['web_1', 'web-pg1', 0, 0, 'h2', 'web'],
+      ['web_2', 'web-pg0', 1, 1, 'h1', 'web'],
+      ['web_3', 'web-pg1', 1, 1, 'h3', 'web'],
+      ['web_4', 'web-pg0', 0, 2, 'h0', 'web'],
+      ['web_5', 'web-pg1', 0, 2, 'h2', 'web'],
+    ]);
     assert.ok(specs.every((s) => s.terminateNotificationMinutes === 10));
     assert.deepEqual(scaleSetTenants('web', 2), ['web-pg0', 'web-pg1']);
     assert.deepEqual(scaleSetTenants('web'), ['web']);
@@ -215,34 +223,49 @@ describe('generateScaleSet', () => {
   });
 
   it('keeps the host rule for every placement group (property)', () => {
+    const options = withFaultDomains(5, (fdCount) => ({
+      instances: fc.integer({ min: 0, max: 80 }),
+      placementGroups: fc.integer({ min: 1, max: 4 }),
+      hosts: fc.integer({ min: fdCount, max: 20 }),
+    }));
     fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 5 }).chain((fdCount) =>
-          fc.record({
-            instances: fc.integer({ min: 0, max: 80 }),
-            placementGroups: fc.integer({ min: 1, max: 4 }),
-            faultDomainCount: fc.constant(fdCount),
-            hosts: fc.integer({ min: fdCount, max: 20 }),
-          }),
-        ),
-        (o) => {
-          const specs = generateScaleSet({ name: 'ss', ...o });
-          assert.equal(specs.length, o.instances);
-          assertOneFaultDomainPerHostAndTenant(specs);
-          const fleet = newFleet();
-          for (const s of specs) fleet.add(s);
-          assert.equal(fleet.tenants.size, Math.min(o.instances, o.placementGroups));
-        },
-      ),
+      fc.property(options, (o) => {
+        const specs = generateScaleSet({ name: 'ss', ...o });
+        assert.equal(specs.length, o.instances);
+        assertOneFaultDomainPerHostAndTenant(specs);
+        const fleet = newFleet();
+        for (const s of specs) fleet.add(s);
+        assert.equal(fleet.tenants.size, Math.min(o.instances, o.placementGroups));
+      }),
       { numRuns: 100 },
     );
   });
 
   it('rejects bad options, naming them', () => {
-    assertGeneratorError(() => generateScaleSet({ name: 'ss', instances: 2, hosts: 4 }), ['hosts'], 'must be at least the fault domain count (5), got 4');
-    assertGeneratorError(() => generateScaleSet({ name: 'ss', instances: 2, hosts: ['a', 'b', 'a'], faultDomainCount: 1 }), ['hosts', 2], "host 'a' is listed twice");
-    assertGeneratorError(() => generateScaleSet({ name: 'ss', instances: 2, hostPrefix: 'x' }), ['hostPrefix'], 'applies only with a host count (hosts: N)');
-    assertGeneratorError(() => generateScaleSet({ name: 'ss', instances: -1 }), ['instances'], 'must be an integer from 0 to 1000000, got -1');
-    assertGeneratorError(() => generateScaleSet({ name: 'ss', instances: 1, placementGroups: 0 }), ['placementGroups'], 'must be a positive integer, got 0');
+    assertGeneratorError(
+      () => generateScaleSet({ name: 'ss', instances: 2, hosts: 4 }),
+      ['hosts'],
+      'must be at least the fault domain count (5), got 4',
+    );
+    assertGeneratorError(
+      () => generateScaleSet({ name: 'ss', instances: 2, hosts: ['a', 'b', 'a'], faultDomainCount: 1 }),
+      ['hosts', 2],
+      "host 'a' is listed twice",
+    );
+    assertGeneratorError(
+      () => generateScaleSet({ name: 'ss', instances: 2, hostPrefix: 'x' }),
+      ['hostPrefix'],
+      'applies only with a host count (hosts: N)',
+    );
+    assertGeneratorError(
+      () => generateScaleSet({ name: 'ss', instances: -1 }),
+      ['instances'],
+      'must be an integer from 0 to 1000000, got -1',
+    );
+    assertGeneratorError(
+      () => generateScaleSet({ name: 'ss', instances: 1, placementGroups: 0 }),
+      ['placementGroups'],
+      'must be a positive integer, got 0',
+    );
   });
 });

@@ -4,21 +4,20 @@
 // FOREWARN_KILL_TEST_ROOT runs another checkout's CLI (e.g. the code before acknowledgements waited).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { EngineEvent, EngineSnapshot } from '../../src/emulator/engine/engine.js';
 import { loadStateFile } from '../../src/emulator/state-file.js';
+import { cliCommand, repo } from '../support/cli.js';
 import { caller, type Call } from '../support/control.js';
+import { tempDir } from '../support/temp.js';
 
-const CLI_ROOT = process.env.FOREWARN_KILL_TEST_ROOT ?? new URL('../..', import.meta.url).pathname;
+const OTHER_ROOT = process.env.FOREWARN_KILL_TEST_ROOT;
 const ROUNDS = 6;
 // Keeps every round's history, so nothing acknowledged is pruned before it is checked (older checkouts keep everything and lack the flag).
 const HISTORY = process.env.FOREWARN_KILL_TEST_ROOT ? [] : ['--history-limit', '1000000'];
 const VMS = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'];
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-kill-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('kill');
 
 type Ack =
   | { kind: 'create'; operation: string; event: string }
@@ -26,11 +25,22 @@ type Ack =
   | { kind: 'cancel' | 'complete'; event: string };
 
 async function startCli(statePath: string): Promise<{ child: ChildProcess; control: Call }> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'emulator', '--state', statePath, '--clock', 'manual', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--log-level', 'warn', ...HISTORY],
-    { cwd: CLI_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const args = [
+    'emulator',
+    '--state',
+    statePath,
+    '--clock',
+    'manual',
+    '--imds',
+    '127.0.0.1:0',
+    '--control',
+    '127.0.0.1:0',
+    '--log-level',
+    'warn',
+    ...HISTORY,
+  ];
+  const [cmd, argv] = OTHER_ROOT ? [process.execPath, ['--import', 'tsx', join(OTHER_ROOT, 'src/cli/main.ts'), ...args]] : cliCommand(args);
+  const child = spawn(cmd, argv, { cwd: OTHER_ROOT ?? repo, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {

@@ -1,18 +1,16 @@
 // Names that are also Object.prototype's keys are ordinary names: `__proto__`, `constructor`, … as VMs,
 // tenants and hosts, through fleet files, the control API, IMDS, scenarios and a restart from the state file.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { parseFleet } from '../../src/emulator/fleet-file.js';
 import { parseScenario } from '../../src/emulator/scenarios/load.js';
 import { caller } from '../support/control.js';
+import { tempDir } from '../support/temp.js';
 
 const NAMES = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', '__defineGetter__'] as const;
-const root = mkdtempSync(join(tmpdir(), 'forewarn-proto-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('proto');
 
 async function start(options: { statePath?: string } = {}) {
   const emulator = await Emulator.create({ fleet: [{ name: 'vm0' }], clock: 'manual', ...options });
@@ -22,7 +20,10 @@ async function start(options: { statePath?: string } = {}) {
     const res = await fetch(`${urls.imdsUrl}/vms/${encodeURIComponent(vm)}/metadata/scheduledevents?api-version=2020-07-01`, {
       headers: { metadata: 'true' },
     });
-    return { status: res.status, json: (await res.json()) as { DocumentIncarnation: number; Events: { EventId: string; Resources: string[] }[] } };
+    return {
+      status: res.status,
+      json: (await res.json()) as { DocumentIncarnation: number; Events: { EventId: string; Resources: string[] }[] },
+    };
   };
   return { emulator, control, imds };
 }
@@ -32,7 +33,10 @@ describe('names like __proto__ in fleet files', () => {
     'tenants:',
     ...NAMES.map((n) => `  - { name: ${n}, kind: availabilitySet, faultDomainCount: 2 }`),
     'vms:',
-    ...NAMES.flatMap((n) => [`  - { name: ${n}, tenant: ${n}, host: ${n}, faultDomain: 0 }`, `  - { name: ${n}-b, tenant: ${n}, host: ${n}, faultDomain: 0 }`]),
+    ...NAMES.flatMap((n) => [
+      `  - { name: ${n}, tenant: ${n}, host: ${n}, faultDomain: 0 }`,
+      `  - { name: ${n}-b, tenant: ${n}, host: ${n}, faultDomain: 0 }`,
+    ]),
     'hosts:',
     `  - { name: ${NAMES[0]}, vms: [${NAMES[0]}] }`,
   ].join('\n');
@@ -67,7 +71,11 @@ describe('names like __proto__ in fleet files', () => {
 
   it('refuses a second declaration of tenant __proto__ and an unknown VM __proto__ on a host', () => {
     assert.throws(
-      () => parseFleet('tenants:\n  - { name: __proto__, kind: scaleSet }\n  - { name: __proto__, kind: scaleSet }\nvms: [{ name: a }]\n', 'f.yaml'),
+      () =>
+        parseFleet(
+          'tenants:\n  - { name: __proto__, kind: scaleSet }\n  - { name: __proto__, kind: scaleSet }\nvms: [{ name: a }]\n',
+          'f.yaml',
+        ),
       /f\.yaml:3:\d+: tenants\[1\]\.name: tenant '__proto__' is declared twice/,
     );
     assert.throws(
@@ -81,8 +89,14 @@ describe('names like __proto__ in fleet files', () => {
   });
 
   it('refuses a __proto__ key as an unknown key rather than taking it as a prototype', () => {
-    assert.throws(() => parseFleet('vms: [{ name: a }]\n__proto__: { vms: [] }\n', 'f.yaml'), /f\.yaml:2:1: __proto__: unknown key "__proto__"/);
-    assert.throws(() => parseFleet('{"vms": [{"name": "a", "__proto__": {"gpu": true}}]}', 'f.json'), /f\.json:1:\d+: vms\[0\]\.__proto__: unknown key "__proto__"/);
+    assert.throws(
+      () => parseFleet('vms: [{ name: a }]\n__proto__: { vms: [] }\n', 'f.yaml'),
+      /f\.yaml:2:1: __proto__: unknown key "__proto__"/,
+    );
+    assert.throws(
+      () => parseFleet('{"vms": [{"name": "a", "__proto__": {"gpu": true}}]}', 'f.json'),
+      /f\.json:1:\d+: vms\[0\]\.__proto__: unknown key "__proto__"/,
+    );
   });
 
   it('takes such names from generate and scaleSets sections', () => {
@@ -132,15 +146,27 @@ describe('names like __proto__ through the control API and IMDS', () => {
     assert.equal(byHost.status, 201, byHost.text);
     const byTenant = await control('POST', '/v1/operations', { type: 'host-update', tenant: 'toString' });
     assert.equal(byTenant.status, 201, byTenant.text);
-    for (const [n, op] of [['__proto__', byVm], ['constructor', byHost], ['toString', byTenant]] as const) {
+    for (const [n, op] of [
+      ['__proto__', byVm],
+      ['constructor', byHost],
+      ['toString', byTenant],
+    ] as const) {
       const doc = await imds(n);
       assert.equal(doc.status, 200);
-      assert.deepEqual(doc.json.Events.map((e) => e.EventId), op.json.events, n);
+      assert.deepEqual(
+        doc.json.Events.map((e) => e.EventId),
+        op.json.events,
+        n,
+      );
       assert.deepEqual(doc.json.Events[0]!.Resources, [n]);
       const viaControl = await control('GET', `/v1/vms/${encodeURIComponent(n)}/document`);
       assert.equal(viaControl.json.DocumentIncarnation, doc.json.DocumentIncarnation);
     }
-    assert.equal((await control('POST', '/v1/operations', { type: 'freeze', vms: ['valueOf'] })).status, 404, 'an inherited name is not a VM');
+    assert.equal(
+      (await control('POST', '/v1/operations', { type: 'freeze', vms: ['valueOf'] })).status,
+      404,
+      'an inherited name is not a VM',
+    );
     assert.equal((await control('POST', '/v1/operations', { type: 'host-update', tenant: 'valueOf' })).status, 404);
     assert.equal((await imds('valueOf')).status, 404);
     const fault = await control('POST', '/v1/faults', { vm: 'constructor', status: 500 });
@@ -151,7 +177,10 @@ describe('names like __proto__ through the control API and IMDS', () => {
     assert.deepEqual(events.map((e) => e.tenant).sort(), ['__proto__', 'constructor', 'toString']);
     const deleted = await control('DELETE', '/v1/vms/__defineGetter__');
     assert.equal(deleted.status, 200);
-    assert.equal((await control('GET', '/v1/fleet')).json.tenants.some((t: { name: string }) => t.name === '__defineGetter__'), false);
+    assert.equal(
+      (await control('GET', '/v1/fleet')).json.tenants.some((t: { name: string }) => t.name === '__defineGetter__'),
+      false,
+    );
   });
 
   it('runs a scenario whose VMs, tenants and hosts have such names, from a file and over HTTP', async () => {
@@ -173,7 +202,10 @@ describe('names like __proto__ through the control API and IMDS', () => {
       '    expect: { vm: __proto__, events: [{ ref: m, status: Started }] }',
     ].join('\n');
     const scenario = parseScenario(text, 'proto.yaml');
-    assert.deepEqual(scenario.fleet.map((v) => v.name), ['__proto__', 'hasOwnProperty']);
+    assert.deepEqual(
+      scenario.fleet.map((v) => v.name),
+      ['__proto__', 'hasOwnProperty'],
+    );
     const { emulator, control } = await start();
     after(() => emulator.close());
     const res = await control('POST', '/v1/scenarios', { scenario: scenario.source });

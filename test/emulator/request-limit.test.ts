@@ -8,7 +8,11 @@ import { MAX_FLEET_VMS, countFleetVms } from '../../src/emulator/fleet-file.js';
 import { caller } from '../support/control.js';
 
 async function start(maxRequestVms?: number) {
-  const emulator = await Emulator.create({ fleet: [{ name: 'vm0' }], clock: 'manual', ...(maxRequestVms !== undefined ? { maxRequestVms } : {}) });
+  const emulator = await Emulator.create({
+    fleet: [{ name: 'vm0' }],
+    clock: 'manual',
+    ...(maxRequestVms !== undefined ? { maxRequestVms } : {}),
+  });
   after(() => emulator.close());
   const urls = await emulator.listen({ imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } });
   return { emulator, control: caller(urls.controlUrl), imdsUrl: urls.imdsUrl };
@@ -59,7 +63,12 @@ describe('the fleet size one request may build', () => {
     const tooMany = [
       { vms: Array.from({ length: 11 }, (_, i) => ({ name: `v${i}` })) },
       { scaleSets: [{ name: 's', instances: 6 }], vms: Array.from({ length: 5 }, (_, i) => ({ name: `v${i}` })) },
-      { generate: [{ availabilitySets: 3, vmsPerSet: 2, hosts: 2 }, { availabilitySets: 1, vmsPerSet: 5, hosts: 2, prefix: 'b' }] },
+      {
+        generate: [
+          { availabilitySets: 3, vmsPerSet: 2, hosts: 2 },
+          { availabilitySets: 1, vmsPerSet: 5, hosts: 2, prefix: 'b' },
+        ],
+      },
       { generate: [{ availabilitySets: 1, vmsPerSet: 2, hosts: 1_000_000 }] },
       { scaleSets: Array.from({ length: 3 }, (_, i) => ({ name: `s${i}`, placementGroups: 4 })), vms: [{ name: 'a' }] },
     ];
@@ -75,7 +84,10 @@ describe('the fleet size one request may build', () => {
   });
 
   it('counts without trusting the shapes, so the schema still names a bad field', () => {
-    assert.equal(countFleetVms({ vms: 'no', scaleSets: [{ instances: 'x' }], generate: [null, { availabilitySets: 2, vmsPerSet: 1e9 }] }).vms, 2e9);
+    assert.equal(
+      countFleetVms({ vms: 'no', scaleSets: [{ instances: 'x' }], generate: [null, { availabilitySets: 2, vmsPerSet: 1e9 }] }).vms,
+      2e9,
+    );
     assert.deepEqual(countFleetVms(null), { vms: 0, hostNames: 0, tenants: 0 });
     assert.equal(countFleetVms({ vms: [{}, {}], scaleSets: [{ name: 's' }] }).vms, 2);
   });
@@ -95,7 +107,10 @@ describe('the fleet size one request may build', () => {
     assert.equal(parseEmulatorOptions({}).maxRequestVms, MAX_FLEET_VMS);
     assert.equal(parseEmulatorOptions({ maxRequestVms: '50000' }).maxRequestVms, 50_000);
     for (const bad of ['0', '-1', '1.5', 'many', '1000001']) {
-      assert.throws(() => parseEmulatorOptions({ maxRequestVms: bad }), (err: Error) => err instanceof UsageError && /--max-request-vms must be a whole number from 1 to 1000000/.test(err.message));
+      assert.throws(
+        () => parseEmulatorOptions({ maxRequestVms: bad }),
+        (err: Error) => err instanceof UsageError && /--max-request-vms must be a whole number from 1 to 1000000/.test(err.message),
+      );
     }
   });
 });

@@ -39,12 +39,18 @@ describe('checkSnapshot', () => {
     const s = richSnapshot();
     s.events[0]!.tenant = 'nobody';
     const found = checkSnapshot(s);
-    assert.deepEqual(found.map((p) => p.path.join('.')), ['events.0.tenant']);
+    assert.deepEqual(
+      found.map((p) => p.path.join('.')),
+      ['events.0.tenant'],
+    );
     assert.match(found[0]!.message, /no tenant named 'nobody' in the fleet/);
   });
 
   it('accepts a live event naming a VM that was removed and added again under another tenant, as the engine allows', () => {
-    const { engine } = makeEngine([{ name: 'a', tenant: 'web' }, { name: 'b', tenant: 'web' }]);
+    const { engine } = makeEngine([
+      { name: 'a', tenant: 'web' },
+      { name: 'b', tenant: 'web' },
+    ]);
     engine.createOperation({ type: 'freeze', vms: ['a'] });
     engine.removeVm('a');
     engine.addVm({ name: 'a', tenant: 'other' });
@@ -78,7 +84,12 @@ describe('checkSnapshot', () => {
     assert.deepEqual(checkSnapshot(s), []);
     const live = s.events[0]!;
     s.operations.find((o) => o.id === live.operationId)!.status = 'completed';
-    assert.match(checkSnapshot(s).map((p) => p.message).join(), /has finished, yet this event is live/);
+    assert.match(
+      checkSnapshot(s)
+        .map((p) => p.message)
+        .join(),
+      /has finished, yet this event is live/,
+    );
   });
 
   it('reports a host that carries one tenant in two fault domains, and a vmId used twice, as the fleet forbids', () => {
@@ -87,7 +98,10 @@ describe('checkSnapshot', () => {
     web1.host = 'h1';
     const found = checkSnapshot(s);
     const i = s.vms.indexOf(web1);
-    assert.ok(found.some((p) => p.path.join('.') === `vms.${i}.faultDomain` && /host 'h1' already carries 'web0'/.test(p.message)), JSON.stringify(found));
+    assert.ok(
+      found.some((p) => p.path.join('.') === `vms.${i}.faultDomain` && /host 'h1' already carries 'web0'/.test(p.message)),
+      JSON.stringify(found),
+    );
     const s2 = richSnapshot();
     s2.vms[1]!.vmId = s2.vms[0]!.vmId!.toUpperCase();
     assert.deepEqual(paths(s2), ['vms.1.vmId']);

@@ -1,18 +1,17 @@
 // An acknowledgement means saved: changes are answered after one fsync per batch, and a failed save answers 503.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { StateFileWriter, StateSaveError, loadStateFile } from '../../src/emulator/state-file.js';
 import { caller } from '../support/control.js';
+import { tempDir } from '../support/temp.js';
 
-const root = mkdtempSync(join(tmpdir(), 'forewarn-commit-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('commit');
 const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -74,7 +73,11 @@ describe('group commit', () => {
       const N = 12;
       const answers = await Promise.all(
         Array.from({ length: N }, async (_, i) => {
-          const res = await emulator.control.inject({ method: 'POST', url: '/v1/operations', payload: { type: 'freeze', vms: [`vm${i % 3}`] } });
+          const res = await emulator.control.inject({
+            method: 'POST',
+            url: '/v1/operations',
+            payload: { type: 'freeze', vms: [`vm${i % 3}`] },
+          });
           // Read the moment the answer arrives: the change must already be in the file.
           const saved = loadStateFile(statePath)!;
           const id = (res.json() as { operation: string }).operation;
@@ -96,7 +99,9 @@ describe('group commit', () => {
     const disk = diskOps();
     const { emulator, statePath, control } = await start(disk);
     try {
-      const created = await Promise.all(['vm0', 'vm1', 'vm2'].map((vm) => control('POST', '/v1/operations', { type: 'freeze', vms: [vm] })));
+      const created = await Promise.all(
+        ['vm0', 'vm1', 'vm2'].map((vm) => control('POST', '/v1/operations', { type: 'freeze', vms: [vm] })),
+      );
       const events: string[] = [];
       for (const res of created) {
         assert.equal(res.status, 201);
@@ -106,7 +111,11 @@ describe('group commit', () => {
         events.map(async (id, i) => {
           const res = await control('POST', `/v1/events/${id}/${i === 0 ? 'cancel' : 'approve'}`, i === 0 ? undefined : { vm: `vm${i}` });
           const saved = loadStateFile(statePath)!;
-          return { status: res.status, ended: saved.ended.some((e) => e.id === id), approved: saved.events.find((e) => e.id === id)?.approvals.length };
+          return {
+            status: res.status,
+            ended: saved.ended.some((e) => e.id === id),
+            approved: saved.events.find((e) => e.id === id)?.approvals.length,
+          };
         }),
       );
       assert.deepEqual(answers, [
@@ -135,7 +144,10 @@ describe('group commit', () => {
       ]);
       for (const res of during) {
         assert.equal(res.status, 503, res.text);
-        assert.equal(res.json.error, `the change was applied in memory but could not be saved to ${statePath}: ENOSPC: no space left on device, write`);
+        assert.equal(
+          res.json.error,
+          `the change was applied in memory but could not be saved to ${statePath}: ENOSPC: no space left on device, write`,
+        );
         assert.equal(res.headers.get('location'), null);
       }
       // The VM's approval through IMDS: applied, not acknowledged.

@@ -1,19 +1,17 @@
 // The state file's log replays to exactly the engine's state: a snapshot plus the change records
 // the engine hands over (its dirty tracking) equals engine.snapshot(), whatever happened between.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine, type EngineSnapshot } from '../../src/emulator/engine/engine.js';
 import { EngineError } from '../../src/emulator/engine/errors.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
 import { StateFileWriter, readStateFile } from '../../src/emulator/state-file.js';
+import { tempDir } from '../support/temp.js';
 
-const root = mkdtempSync(join(tmpdir(), 'forewarn-delta-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('delta');
 
 const T0 = Date.UTC(2030, 0, 1);
 // Host h1 carries four tenants, so a job on it waits for each of them: approvals that start nothing.
@@ -38,8 +36,23 @@ type Step =
   | { kind: 'save' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('create' as const), type: fc.constantFrom(...TYPES), vm: fc.constantFrom(...NAMES), target: fc.constantFrom('vm' as const, 'tenant' as const, 'host' as const) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constantFrom('approve' as const, 'cancel' as const, 'complete' as const), pick: fc.nat(20), vm: fc.nat(20) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('create' as const),
+      type: fc.constantFrom(...TYPES),
+      vm: fc.constantFrom(...NAMES),
+      target: fc.constantFrom('vm' as const, 'tenant' as const, 'host' as const),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('approve' as const, 'cancel' as const, 'complete' as const),
+      pick: fc.nat(20),
+      vm: fc.nat(20),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('advance' as const), seconds: fc.integer({ min: 1, max: 3600 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('add' as const, 'remove' as const), vm: fc.constantFrom(...NAMES) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },

@@ -1,16 +1,15 @@
 import assert from 'node:assert/strict';
-import { constants, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { constants, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { StateFileError, StateFileWriter, loadStateFile, writeStateFileSync } from '../../src/emulator/state-file.js';
+import { tempDir } from '../support/temp.js';
 
-const root = mkdtempSync(join(tmpdir(), 'forewarn-state-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('state');
 const freshDir = () => mkdtempSync(join(root, 'case-'));
 
 const T0 = Date.parse('2030-01-01T00:00:00Z');
@@ -88,7 +87,10 @@ describe('state file validation', () => {
     writeFileSync(path, text);
     await assert.rejects(Emulator.create({ clock: 'manual', statePath: path }), (err: unknown) => {
       assert.ok(err instanceof StateFileError);
-      assert.match(err.message, new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:\\d+: invalid state file: events\\[0\\]\\.status: `));
+      assert.match(
+        err.message,
+        new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:1:\\d+: invalid state file: events\\[0\\]\\.status: `),
+      );
       return true;
     });
     assert.equal(readFileSync(path, 'utf8'), text);
@@ -99,7 +101,10 @@ describe('state file validation', () => {
     const snapshot = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] }).snapshot();
     snapshot.vms.push({ ...snapshot.vms[0]! });
     writeFileSync(path, JSON.stringify(snapshot));
-    await assert.rejects(Emulator.create({ clock: 'manual', statePath: path }), /invalid state file: vms\[1\]\.name: VM 'a': a VM named 'a' already exists/);
+    await assert.rejects(
+      Emulator.create({ clock: 'manual', statePath: path }),
+      /invalid state file: vms\[1\]\.name: VM 'a': a VM named 'a' already exists/,
+    );
   });
 
   it('creates a missing state directory, private (0700), and the file 0600', async () => {

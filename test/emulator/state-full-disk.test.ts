@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { loadStateFile } from '../../src/emulator/state-file.js';
 import { caller } from '../support/control.js';
@@ -16,7 +16,12 @@ describe('the state file on a full disk (real tmpfs)', () => {
     const disk = await mount(t, 1024);
     if (!disk) return;
     const statePath = `${disk.dir}/state.json`;
-    const emulator = await Emulator.create({ clock: new ManualClock(Date.UTC(2030, 0, 1)), fleet: [{ name: 'vm0' }], statePath, logger: false });
+    const emulator = await Emulator.create({
+      clock: new ManualClock(Date.UTC(2030, 0, 1)),
+      fleet: [{ name: 'vm0' }],
+      statePath,
+      logger: false,
+    });
     t.after(() => emulator.close());
     const urls = await emulator.listen({ imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } });
     const control = caller(urls.controlUrl);
@@ -31,7 +36,11 @@ describe('the state file on a full disk (real tmpfs)', () => {
     const statuses = answers.map((a) => a.status);
     const firstRefused = statuses.indexOf(503);
     assert.ok(firstRefused >= 0, `some change was refused: ${statuses.join(' ')}`);
-    assert.deepEqual(statuses.slice(firstRefused), statuses.slice(firstRefused).map(() => 503), 'once full, nothing is answered 2xx');
+    assert.deepEqual(
+      statuses.slice(firstRefused),
+      statuses.slice(firstRefused).map(() => 503),
+      'once full, nothing is answered 2xx',
+    );
     for (const res of answers.slice(firstRefused)) assert.match(res.json.error, new RegExp(`could not be saved to ${statePath}: ENOSPC`));
     // The file holds every acknowledged change and none of the refused ones, whole: the failed appends were cut back.
     const acknowledged = [saved, ...answers.slice(0, firstRefused)].map((a) => a.json.operation as string);
@@ -39,7 +48,11 @@ describe('the state file on a full disk (real tmpfs)', () => {
       loadStateFile(statePath)!.operations.map((o) => o.id),
       acknowledged,
     );
-    assert.deepEqual(readdirSync(disk.dir).filter((n) => n.includes('.tmp-')), [], 'no temp file is left');
+    assert.deepEqual(
+      readdirSync(disk.dir).filter((n) => n.includes('.tmp-')),
+      [],
+      'no temp file is left',
+    );
     t.diagnostic(`${firstRefused} changes fitted after the fill, ${statuses.length - firstRefused} were refused`);
 
     disk.free();

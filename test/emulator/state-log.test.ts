@@ -1,17 +1,16 @@
 // The state file as a log: a snapshot line, then change records; torn tails, bad lines, version 1 files,
 // compaction, stale temp files, and names that are Object.prototype's keys.
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { describe, it } from 'node:test';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine, type EngineSnapshot } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { StateFileError, StateFileWriter, loadStateFile, readStateFile } from '../../src/emulator/state-file.js';
+import { tempDir } from '../support/temp.js';
 
-const root = mkdtempSync(join(tmpdir(), 'forewarn-state-log-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('state-log');
 const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');
 const T0 = Date.UTC(2030, 0, 1);
 const asJson = (s: EngineSnapshot) => JSON.parse(JSON.stringify(s)) as EngineSnapshot;
@@ -110,7 +109,10 @@ describe('state file: log format', () => {
     all[1] = JSON.stringify(record);
     writeFileSync(path, all.join('\n') + '\n');
     const col = all[1].indexOf('"status":') + 1;
-    assert.throws(() => loadStateFile(path), new RegExp(`: ${escape(path)}:2:${col}: invalid change record: events\\.set\\[0\\]\\.status: `));
+    assert.throws(
+      () => loadStateFile(path),
+      new RegExp(`: ${escape(path)}:2:${col}: invalid change record: events\\.set\\[0\\]\\.status: `),
+    );
   });
 
   it('refuses a missing or repeated record by its seq', () => {
@@ -191,11 +193,11 @@ describe('state file: names that are Object.prototype keys', () => {
     snapshot.activation = Object.fromEntries(NAMES.map((n, i) => [n, { enabledAt: T0 + i, enablingAt: null, lastRequestAt: T0 + i }]));
     writeFileSync(path, JSON.stringify(snapshot));
     const loaded = loadStateFile(path)!;
-    assert.deepEqual(Object.entries(loaded.incarnations), NAMES.map((n, i) => [n, 5 + i]));
     assert.deepEqual(
-      Object.keys(loaded.activation!),
-      NAMES,
+      Object.entries(loaded.incarnations),
+      NAMES.map((n, i) => [n, 5 + i]),
     );
+    assert.deepEqual(Object.keys(loaded.activation!), NAMES);
     assert.equal(Object.getPrototypeOf(loaded.incarnations), Object.prototype, 'no prototype was replaced');
   });
 

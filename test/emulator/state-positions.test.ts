@@ -1,16 +1,15 @@
 // A state file that lies is refused with the place of the lie: file:line:col and the field,
 // whether it sits in the snapshot line, in a change record, or in an indented version 1 file.
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { describe, it } from 'node:test';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { StateFileError, StateFileWriter, loadStateFile } from '../../src/emulator/state-file.js';
+import { tempDir } from '../support/temp.js';
 
-const root = mkdtempSync(join(tmpdir(), 'forewarn-state-positions-'));
-after(() => rmSync(root, { recursive: true, force: true }));
+const root = tempDir('state-positions');
 const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -49,7 +48,12 @@ describe('state file positions', () => {
     const text = readFileSync(path, 'utf8');
     const lineStart = text.split('\n').slice(0, 2).join('\n').length + 1;
     const message = refusal(path);
-    assert.match(message, new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:${placeOf(text, '"tenant":"ghost"', lineStart)}: .*events\\[0\\]\\.tenant`));
+    assert.match(
+      message,
+      new RegExp(
+        `^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:${placeOf(text, '"tenant":"ghost"', lineStart)}: .*events\\[0\\]\\.tenant`,
+      ),
+    );
   });
 
   it('a lie in an indented version 1 file names its line and the field', () => {

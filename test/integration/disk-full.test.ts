@@ -167,8 +167,15 @@ describe('a full disk (real tmpfs)', () => {
     const started = performance.now();
     for (const [phase, freeKiB] of [16, 0].entries()) {
       leaveFree(disk, freeKiB);
-      for (let i = 0; i < 40 || (sampler.reads() < MIN_READS * (phase + 1) && performance.now() - started < MAX_WRITING_MS && i < 5_000); i++) {
-        const change = i % 2 === 0 ? () => journal.ensure(event(10_000 * (phase + 1) + i), 'reboot') : () => journal.actionStarted(event(i % 60).id, `before:${i}`);
+      for (
+        let i = 0;
+        i < 40 || (sampler.reads() < MIN_READS * (phase + 1) && performance.now() - started < MAX_WRITING_MS && i < 5_000);
+        i++
+      ) {
+        const change =
+          i % 2 === 0
+            ? () => journal.ensure(event(10_000 * (phase + 1) + i), 'reboot')
+            : () => journal.actionStarted(event(i % 60).id, `before:${i}`);
         assert.throws(change, (err: unknown) => codeOf(err) === 'ENOSPC', `change ${i} with ${freeKiB} KiB free`);
         if (i % 2 === 0) ensured++;
         assertHolds(path, written, 'the journal last written whole');

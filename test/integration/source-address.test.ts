@@ -108,7 +108,10 @@ describe('source address identity over loopback (127.0.0.x)', () => {
   it('the source address wins over a /vms/NAME prefix, so a VM cannot read another tenant', async () => {
     const res = await requestFrom(at.web0, port, `/vms/db0${EVENTS}`);
     assert.equal(res.status, 200);
-    assert.deepEqual((res.body as ScheduledEventsDocument).Events.map((e) => e.EventId), [webEvent]);
+    assert.deepEqual(
+      (res.body as ScheduledEventsDocument).Events.map((e) => e.EventId),
+      [webEvent],
+    );
     const compute = await requestFrom(at.solo, port, `/vms/db0${COMPUTE}`);
     assert.equal((compute.body as { name: string }).name, 'solo');
   });
@@ -260,7 +263,11 @@ describe('source address identity across network namespaces', () => {
     for (const [name, got, events] of expected) {
       assert.equal(got.events.status, 200, `${name}: ${JSON.stringify(got.events.body)}`);
       const doc = got.events.body as ScheduledEventsDocument;
-      assert.deepEqual(doc.Events.map((e) => ({ id: e.EventId, resources: e.Resources })), events, name);
+      assert.deepEqual(
+        doc.Events.map((e) => ({ id: e.EventId, resources: e.Resources })),
+        events,
+        name,
+      );
       assert.equal(got.compute.status, 200, `${name}: ${JSON.stringify(got.compute.body)}`);
       assert.equal((got.compute.body as { name: string }).name, name);
     }

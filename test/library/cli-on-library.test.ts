@@ -1,16 +1,15 @@
 // The CLI starts the emulator through the library: its exit codes and messages for a bad state file and a port in use stay as they were.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { parseEmulatorOptions, startEmulator as startFromCli } from '../../src/cli/emulator.js';
 import { CliError, UsageError } from '../../src/cli/errors.js';
 import { startEmulator } from '../../src/emulator/index.js';
 import { captureIo } from '../support/cli.js';
+import { tempDir } from '../support/temp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-cli-lib-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('cli-lib');
 
 const flags = { imds: '127.0.0.1:0', control: '127.0.0.1:0', logLevel: 'silent' };
 

@@ -12,13 +12,22 @@ test('with the token the client drives the emulator; without it, or with a wrong
   await using emu = await startEmulator({ token: TOKEN, clock: 'manual', fleet: { vms: [{ name: 'app-0' }] } });
   const client = new ControlClient({ baseUrl: emu.controlUrl, token: TOKEN });
   const { events } = await client.trigger({ type: 'freeze', vms: ['app-0'] });
-  assert.deepEqual((await client.events()).map((e) => e.id), events);
+  assert.deepEqual(
+    (await client.events()).map((e) => e.id),
+    events,
+  );
   // The handle sends the token it was started with.
-  assert.deepEqual((await emu.events()).map((e) => e.id), events);
+  assert.deepEqual(
+    (await emu.events()).map((e) => e.id),
+    events,
+  );
 
   for (const token of [undefined, 'wrong-token']) {
     const other = new ControlClient({ baseUrl: `${emu.controlUrl}/`, token });
-    const err = await other.fleet().then(() => assert.fail('expected a refusal'), (e: unknown) => e);
+    const err = await other.fleet().then(
+      () => assert.fail('expected a refusal'),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof ControlApiError, String(err));
     assert.equal(err.status, 401);
     assert.equal(err.method, 'GET');
@@ -57,7 +66,10 @@ test('requests go through an injected fetch, with the method, JSON body, token a
 
 test('an error answer that is not JSON still gives a ControlApiError with its text', async () => {
   const client = new ControlClient({ baseUrl: 'http://emu.test', fetch: async () => new Response('Bad Gateway', { status: 502 }) });
-  await assert.rejects(client.clock(), (err: unknown) => err instanceof ControlApiError && err.status === 502 && err.error === 'Bad Gateway');
+  await assert.rejects(
+    client.clock(),
+    (err: unknown) => err instanceof ControlApiError && err.status === 502 && err.error === 'Bad Gateway',
+  );
 });
 
 test('an emulator that is not there is a ControlConnectionError naming the URL', async () => {
@@ -82,7 +94,16 @@ test('a bad base URL, token or timeout is a TypeError naming it', () => {
 
 test('forewarn/control loads neither zod nor the emulator at run time: its compiled imports are its own files', async () => {
   const entry = fileURLToPath(new URL('../../src/control/index.ts', import.meta.url));
-  const result = await build({ entryPoints: [entry], bundle: true, write: false, metafile: true, platform: 'node', format: 'esm', packages: 'external', logLevel: 'silent' });
+  const result = await build({
+    entryPoints: [entry],
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'esm',
+    packages: 'external',
+    logLevel: 'silent',
+  });
   const inputs = Object.keys(result.metafile.inputs).sort();
   assert.deepEqual(inputs, ['src/control/client.ts', 'src/control/errors.ts', 'src/control/index.ts']);
   const output = Object.values(result.metafile.outputs)[0]!;

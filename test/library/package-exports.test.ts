@@ -38,7 +38,15 @@ before(async () => {
   copyFileSync(join(repo, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(repo, 'node_modules'), join(dir, 'node_modules'), 'dir');
   const sources = walk(join(repo, 'src')).filter((f) => !f.startsWith(join(repo, 'src', 'dashboard')) && !f.endsWith('.d.ts'));
-  await build({ entryPoints: sources, outbase: join(repo, 'src'), outdir: join(dir, 'dist'), format: 'esm', platform: 'node', target: 'node20', logLevel: 'silent' });
+  await build({
+    entryPoints: sources,
+    outbase: join(repo, 'src'),
+    outdir: join(dir, 'dist'),
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'silent',
+  });
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -82,7 +90,12 @@ for (const subpath of Object.keys(EXPECTED)) {
     assert.equal(child.stderr, '');
     assert.equal(child.stdout, '');
     assert.equal(child.status, 0);
-    const result = JSON.parse(readFileSync(report, 'utf8')) as { exitCode: number | null; before: object; after: object; exports: string[] };
+    const result = JSON.parse(readFileSync(report, 'utf8')) as {
+      exitCode: number | null;
+      before: object;
+      after: object;
+      exports: string[];
+    };
     assert.equal(result.exitCode, null);
     assert.deepEqual(result.after, result.before);
     for (const name of EXPECTED[subpath]!) assert.ok(result.exports.includes(name), `${specifier} does not export ${name}`);

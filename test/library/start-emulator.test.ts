@@ -34,7 +34,10 @@ test('a Freeze triggered on a manual clock is seen through the SDK at vmUrl, the
 
     const sdk = new ScheduledEventsClient({ endpoint: emu.vmUrl('web-1') });
     const doc = await sdk.getDocument();
-    assert.deepEqual(doc.events.map((e) => [e.id, e.type, e.status, e.resources]), [[id, 'Freeze', 'Scheduled', ['web-1']]]);
+    assert.deepEqual(
+      doc.events.map((e) => [e.id, e.type, e.status, e.resources]),
+      [[id, 'Freeze', 'Scheduled', ['web-1']]],
+    );
     // The other VM is not affected, so it is not told.
     assert.deepEqual((await new ScheduledEventsClient({ endpoint: emu.vmUrl('web-0') }).getDocument()).events, []);
 
@@ -51,7 +54,10 @@ test('a Freeze triggered on a manual clock is seen through the SDK at vmUrl, the
 test('the typed control operations: approve, cancel, complete, faults, fleet, documents, history, operations, reset', async () => {
   const emu = await startEmulator({ fleet, clock: 'manual', rateLimit: 0 });
   try {
-    assert.deepEqual((await emu.fleet()).vms.map((v) => v.name), ['web-0', 'web-1']);
+    assert.deepEqual(
+      (await emu.fleet()).vms.map((v) => v.name),
+      ['web-0', 'web-1'],
+    );
     const a = (await emu.trigger({ type: 'restart', vms: ['web-0'] })).events[0]!;
     const b = (await emu.trigger({ type: 'redeploy', vms: ['web-1'] })).events[0]!;
     assert.deepEqual((await emu.events()).map((e) => e.id).sort(), [a, b].sort());
@@ -59,11 +65,20 @@ test('the typed control operations: approve, cancel, complete, faults, fleet, do
 
     const approved = await emu.approve(a, 'web-0');
     assert.equal(approved.status, 'Started');
-    assert.deepEqual(approved.approvals.map((x) => x.vm), ['web-0']);
+    assert.deepEqual(
+      approved.approvals.map((x) => x.vm),
+      ['web-0'],
+    );
     assert.equal((await emu.cancel(b)).status, 'Scheduled');
     assert.equal((await emu.complete(a)).id, a);
     const history = await emu.history();
-    assert.deepEqual(history.events.map((e) => [e.id, e.outcome]).sort(), [[a, 'completed'], [b, 'cancelled']].sort());
+    assert.deepEqual(
+      history.events.map((e) => [e.id, e.outcome]).sort(),
+      [
+        [a, 'completed'],
+        [b, 'cancelled'],
+      ].sort(),
+    );
     const ops = await emu.operations({ limit: 1 });
     assert.equal(ops.operations.length, 1);
     assert.notEqual(ops.next, null);
@@ -71,7 +86,10 @@ test('the typed control operations: approve, cancel, complete, faults, fleet, do
 
     const fault = await emu.addFault({ vm: 'web-0', status: 500, count: 2 });
     assert.equal(fault.remaining, 2);
-    assert.deepEqual((await emu.faults()).map((f) => f.id), [fault.id]);
+    assert.deepEqual(
+      (await emu.faults()).map((f) => f.id),
+      [fault.id],
+    );
     assert.equal(await emu.clearFaults(), 1);
     assert.deepEqual(await emu.faults(), []);
 
@@ -81,7 +99,10 @@ test('the typed control operations: approve, cancel, complete, faults, fleet, do
     assert.deepEqual((await emu.history()).events, []);
 
     // An API refusal is a ControlApiError with the status and the API's own message.
-    const err = await emu.event('no-such-event').then(() => assert.fail('expected an error'), (e: unknown) => e);
+    const err = await emu.event('no-such-event').then(
+      () => assert.fail('expected an error'),
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof ControlApiError);
     assert.equal(err.status, 404);
     assert.match(err.error, /no-such-event/);
@@ -107,7 +128,10 @@ test('a fleet file path works as the fleet, and its errors name file:line:col', 
     writeFileSync(file, 'vms:\n  - name: db-0\n  - name: db-1\n');
     const emu = await startEmulator({ fleet: file });
     try {
-      assert.deepEqual((await emu.fleet()).vms.map((v) => v.name), ['db-0', 'db-1']);
+      assert.deepEqual(
+        (await emu.fleet()).vms.map((v) => v.name),
+        ['db-0', 'db-1'],
+      );
     } finally {
       await emu.close();
     }
@@ -128,7 +152,10 @@ test('`await using` closes the emulator at the end of the block', async () => {
   {
     await using emu = await startEmulator();
     urls = [emu.imdsUrl, emu.controlUrl];
-    assert.deepEqual((await emu.fleet()).vms.map((v) => v.name), ['vm0']);
+    assert.deepEqual(
+      (await emu.fleet()).vms.map((v) => v.name),
+      ['vm0'],
+    );
   }
   for (const url of urls) assert.ok(await refuses(url), `${url} still answers`);
 });
@@ -144,12 +171,18 @@ test('two emulators in one process share no state', async () => {
   assert.equal((await one.events()).length, 1);
   assert.deepEqual(await two.events(), []);
   assert.deepEqual(await two.faults(), []);
-  assert.deepEqual((await two.fleet()).vms.map((v) => v.name), ['web-0', 'web-1']);
+  assert.deepEqual(
+    (await two.fleet()).vms.map((v) => v.name),
+    ['web-0', 'web-1'],
+  );
   assert.deepEqual((await two.document('web-0')).Events, []);
   assert.notEqual((await one.clock()).now, (await two.clock()).now);
   // And the first keeps its own after the second is gone.
   await two.close();
-  assert.deepEqual((await one.events()).map((e) => e.id), events);
+  assert.deepEqual(
+    (await one.events()).map((e) => e.id),
+    events,
+  );
 });
 
 test('bad options throw an EmulatorOptionError naming the option, and start nothing', async () => {

@@ -1,4 +1,5 @@
 // Headless Chromium for the dashboard tests: Debian's chromium driven by playwright-core.
+import assert from 'node:assert/strict';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -56,8 +57,17 @@ export async function accessibilityViolations(page: Page): Promise<AxeViolation[
   const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
   await page.addScriptTag({ path: axePath });
   return page.evaluate(async () => {
-    const page = globalThis as unknown as { document: unknown; axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: AxeViolation[] }> } };
+    const page = globalThis as unknown as {
+      document: unknown;
+      axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: AxeViolation[] }> };
+    };
     const result = await page.axe.run(page.document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } });
     return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) }));
   });
+}
+
+/** No WCAG 2 A or AA violations on the page as it stands, as axe-core checks them. */
+export async function assertAccessible(page: Page): Promise<void> {
+  const violations = await accessibilityViolations(page);
+  assert.deepEqual(violations, [], JSON.stringify(violations, null, 2));
 }

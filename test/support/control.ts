@@ -1,4 +1,5 @@
 // Calling a control API in tests: one request, the answer as text and as JSON.
+import { jsonOrUndefined } from './json.js';
 
 export interface Answer {
   status: number;
@@ -21,12 +22,6 @@ export function caller(base: string): Call {
     }
     const res = await fetch(base + path, init);
     const text = await res.text();
-    let json: unknown;
-    try {
-      json = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, json };
+    return { status: res.status, headers: res.headers, text, json: jsonOrUndefined(text) };
   };
 }

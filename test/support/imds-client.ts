@@ -1,5 +1,6 @@
 // A small fetch-based IMDS client for tests; the real SDK is separate.
 import { connect } from 'node:net';
+import { jsonOrUndefined } from './json.js';
 
 export interface ImdsResponse {
   status: number;
@@ -29,13 +30,7 @@ export class ImdsTestClient {
     }
     const res = await fetch(new URL(path, this.baseUrl), init);
     const text = await res.text();
-    let body: unknown;
-    try {
-      body = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    return { status: res.status, headers: res.headers, text, body };
+    return { status: res.status, headers: res.headers, text, body: jsonOrUndefined(text) };
   }
 
   get(path: string, options: RequestOptions = {}): Promise<ImdsResponse> {

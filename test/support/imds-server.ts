@@ -2,7 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ActivationOptions } from '../../src/emulator/engine/activation.js';
-import { ManualClock } from '../../src/emulator/engine/clock.js';
+import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../../src/emulator/faults.js';

@@ -80,7 +80,7 @@ export async function mountTmpfs(sizeKiB: number): Promise<Tmpfs> {
       const fd = openSync(filler, 'a');
       const chunk = Buffer.alloc(64 * 1024);
       try {
-        for (let size = chunk.length; size >= 1; ) {
+        for (let size = chunk.length; size >= 1;) {
           try {
             writeSync(fd, chunk, 0, size);
           } catch (err) {

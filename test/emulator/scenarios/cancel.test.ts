@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
-import { ManualClock, SystemClock, type Clock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';

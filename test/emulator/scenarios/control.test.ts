@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
-import { ManualClock, SystemClock, type Clock } from '../../../src/emulator/engine/clock.js';
+import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
 import { FaultRegistry } from '../../../src/emulator/faults.js';
@@ -42,10 +42,16 @@ describe('POST /v1/scenarios on a manual clock', () => {
     assert.equal(res.json.report.name, 'rolling-host-update');
     assert.equal(res.json.report.passed, true);
     assert.equal(res.json.report.clock, 'manual');
-    assert.equal(res.json.report.steps.length, 12);
+    assert.equal(res.json.report.steps.length, 13);
     const fleet = await call('GET', '/v1/fleet');
-    assert.deepEqual(fleet.json.vms.map((vm: { name: string }) => vm.name), ['web0', 'web1', 'web2']);
-    assert.deepEqual(fleet.json.tenants.map((t: { name: string; faultDomainCount: number }) => [t.name, t.faultDomainCount]), [['web', 3]]);
+    assert.deepEqual(
+      fleet.json.vms.map((vm: { name: string }) => vm.name),
+      ['web0', 'web1', 'web2'],
+    );
+    assert.deepEqual(
+      fleet.json.tenants.map((t: { name: string; faultDomainCount: number }) => [t.name, t.faultDomainCount]),
+      [['web', 3]],
+    );
     assert.equal(faults.size, 0, 'a scenario starts without the faults injected before it');
     // The emulator's own clock moved through the whole story.
     assert.ok(engine.now() >= T0 + 15 * 60_000);
@@ -79,9 +85,18 @@ describe('POST /v1/scenarios on a manual clock', () => {
     const { engine, call } = await start(new ManualClock(T0));
     const cases: [unknown, RegExp][] = [
       [inline([{ at: 0, reboot: { vm: 'app0' } }]), /^scenario\.steps\[0\]\.reboot: unknown action "reboot"/],
-      [inline([{ at: '10m', expect: { vm: 'app0', events: [] } }, { at: '5m', expect: { vm: 'app0', events: [] } }]), /^scenario\.steps\[1\]\.at: at 5m is earlier/],
+      [
+        inline([
+          { at: '10m', expect: { vm: 'app0', events: [] } },
+          { at: '5m', expect: { vm: 'app0', events: [] } },
+        ]),
+        /^scenario\.steps\[1\]\.at: at 5m is earlier/,
+      ],
       [inline([{ at: 0, cancel: 'nope' }]), /^scenario\.steps\[0\]\.cancel: unknown reference "nope"/],
-      [inline([{ at: 0, expect: { vm: 'app0', events: [] } }], { vms: [{ name: 'app0', faultDomain: -1 }] }), /^scenario\.fleet\.vms\[0\]\.faultDomain: /],
+      [
+        inline([{ at: 0, expect: { vm: 'app0', events: [] } }], { vms: [{ name: 'app0', faultDomain: -1 }] }),
+        /^scenario\.fleet\.vms\[0\]\.faultDomain: /,
+      ],
       [{ scenario: 'not an object' }, /^scenario: /],
       [{}, /exactly one of "name" .* or "scenario"/],
       [{ name: 'live-migration', colour: 'red' }, /unknown field "colour"/],
@@ -128,7 +143,10 @@ describe('POST /v1/scenarios on the system clock', () => {
     assert.equal(res.headers.get('location'), `/v1/scenarios/${res.json.run}`);
     assert.equal(res.json.report.clock, 'system');
     // The fleet is the scenario's from the moment it is accepted.
-    assert.deepEqual((await call('GET', '/v1/fleet')).json.vms.map((vm: { name: string }) => vm.name), ['app0']);
+    assert.deepEqual(
+      (await call('GET', '/v1/fleet')).json.vms.map((vm: { name: string }) => vm.name),
+      ['app0'],
+    );
     let run = res.json;
     for (let i = 0; i < 100 && run.status === 'running'; i++) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -17,30 +17,41 @@ const all = builtinScenarios();
 
 describe('the built-in library', () => {
   test('holds the 14 scenarios of the issue, each named after its file, with a one-line description', () => {
-    const files = readdirSync(SCENARIOS_DIR).filter((f) => f.endsWith('.yaml')).sort();
+    const files = readdirSync(SCENARIOS_DIR)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     assert.equal(files.length, 14);
-    assert.deepEqual(all.map((s) => `${s.name}.yaml`), files);
+    assert.deepEqual(
+      all.map((s) => `${s.name}.yaml`),
+      files,
+    );
     for (const s of all) {
       assert.equal(basename(s.file), `${s.name}.yaml`);
       assert.ok(s.description.length > 20 && !s.description.includes('\n'), `${s.name} needs a one-line description`);
-      assert.ok(s.steps.some((step) => step.action.kind === 'expect'), `${s.name} expects nothing`);
+      assert.ok(
+        s.steps.some((step) => step.action.kind === 'expect'),
+        `${s.name} expects nothing`,
+      );
     }
-    assert.deepEqual(all.map((s) => s.name), [
-      'cancelled-maintenance',
-      'degraded-hardware',
-      'hardware-failure',
-      'host-agent-maintenance',
-      'live-migration',
-      'platform-redeploy-after-failure',
-      'reimage',
-      'rolling-host-update',
-      'scale-in-terminate',
-      'shared-host-never-approves',
-      'spot-eviction',
-      'two-events-one-document',
-      'user-reboot',
-      'user-redeploy',
-    ]);
+    assert.deepEqual(
+      all.map((s) => s.name),
+      [
+        'cancelled-maintenance',
+        'degraded-hardware',
+        'hardware-failure',
+        'host-agent-maintenance',
+        'live-migration',
+        'platform-redeploy-after-failure',
+        'reimage',
+        'rolling-host-update',
+        'scale-in-terminate',
+        'shared-host-never-approves',
+        'spot-eviction',
+        'two-events-one-document',
+        'user-reboot',
+        'user-redeploy',
+      ],
+    );
   });
 
   test('is shipped with the package', () => {
@@ -55,7 +66,10 @@ describe('the built-in library', () => {
   });
 
   for (const scenario of all) {
-    for (const [label, factor] of [['realistic', 1], ['dev', 60]] as const) {
+    for (const [label, factor] of [
+      ['realistic', 1],
+      ['dev', 60],
+    ] as const) {
       test(`${scenario.name} passes in ${label} timing`, async () => {
         const report = await runScenario(scenario, { clock: 'manual', timingFactor: factor });
         assert.ok(report.passed, failures(report));
@@ -88,7 +102,9 @@ describe('what the built-ins promise', () => {
     const rolling = loadBuiltinScenario('rolling-host-update')!;
     for (const step of rolling.steps) if (step.action.kind === 'expect') assert.ok((step.action.events ?? []).length <= 1);
     assert.deepEqual(
-      expected('rolling-host-update').filter((e) => e.status === 'Scheduled').map((e) => e.ref?.text),
+      expected('rolling-host-update')
+        .filter((e) => e.status === 'Scheduled')
+        .map((e) => e.ref?.text),
       ['rollout#0', 'rollout#1', 'rollout#2'],
     );
     const scaleIn = loadBuiltinScenario('scale-in-terminate')!;
@@ -99,6 +115,9 @@ describe('what the built-ins promise', () => {
     assert.ok(expected('cancelled-maintenance').every((e) => e.status !== 'Started'));
     const shared = loadBuiltinScenario('shared-host-never-approves')!;
     const approvals = shared.steps.filter((s) => s.action.kind === 'approve' && s.action.expectStatus === 200);
-    assert.deepEqual(approvals.map((s) => (s.action.kind === 'approve' ? s.action.vm : '')), ['contoso0']);
+    assert.deepEqual(
+      approvals.map((s) => (s.action.kind === 'approve' ? s.action.vm : '')),
+      ['contoso0'],
+    );
   });
 });

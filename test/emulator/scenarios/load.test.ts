@@ -1,14 +1,13 @@
 // The loader: a malformed scenario is refused with the file, the line, the column and what is wrong.
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatOffset, parseOffset } from '../../../src/emulator/scenarios/format.js';
 import { ScenarioError, loadScenarioFile, parseScenario, scenarioFromObject } from '../../../src/emulator/scenarios/load.js';
+import { tempDir } from '../../support/temp.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'forewarn-scenarios-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('scenarios');
 
 const FLEET = 'fleet:\n  vms:\n    - name: vm0\n';
 /** A scenario whose steps start on line 6. */
@@ -29,7 +28,18 @@ function refused(text: string, name = 'bad.yaml'): ScenarioError {
 
 describe('offsets', () => {
   test('read seconds, units and combinations, and print back the same', () => {
-    const cases: [unknown, number][] = [[0, 0], ['0', 0], [90, 90], ['30s', 30], ['15m', 900], ['2h', 7200], ['7d', 604_800], ['1h30m', 5400], ['6d23h', 601_200], ['0.5s', 0.5]];
+    const cases: [unknown, number][] = [
+      [0, 0],
+      ['0', 0],
+      [90, 90],
+      ['30s', 30],
+      ['15m', 900],
+      ['2h', 7200],
+      ['7d', 604_800],
+      ['1h30m', 5400],
+      ['6d23h', 601_200],
+      ['0.5s', 0.5],
+    ];
     for (const [text, seconds] of cases) assert.equal(parseOffset(text), seconds, String(text));
     for (const bad of ['15x', '', 'm', '1m1h', '-5', -5, '15 m', true, null]) assert.equal(parseOffset(bad), null, String(bad));
     for (const s of [0, 30, 900, 5400, 601_200, 0.5, 3661]) assert.equal(parseOffset(formatOffset(s)), s);
@@ -47,12 +57,17 @@ describe('a malformed scenario names file:line:col and the problem', () => {
   test('an unknown action', () => {
     const err = refused(scenario('  - at: 0\n    reboot: { vm: vm0 }\n'));
     assert.deepEqual([err.line, err.col, err.path], [7, 5, 'steps[0].reboot']);
-    assert.match(err.problem, /^unknown action "reboot"; a step takes at, as and one of operation, approve, cancel, complete, fault, expect$/);
+    assert.match(
+      err.problem,
+      /^unknown action "reboot"; a step takes at, as and one of operation, approve, cancel, complete, fault, expect$/,
+    );
   });
 
   test('two actions in a step', () => {
     const err = refused(
-      scenario('  - at: 0\n    operation: { type: freeze, vms: [vm0] }\n    as: m\n  - at: 1m\n    approve: { vm: vm0, events: [m] }\n    cancel: m\n'),
+      scenario(
+        '  - at: 0\n    operation: { type: freeze, vms: [vm0] }\n    as: m\n  - at: 1m\n    approve: { vm: vm0, events: [m] }\n    cancel: m\n',
+      ),
     );
     assert.deepEqual([err.line, err.col, err.path], [11, 5, 'steps[1].cancel']);
     assert.match(err.problem, /exactly one action; this one has approve and cancel/);
@@ -97,19 +112,29 @@ describe('a malformed scenario names file:line:col and the problem', () => {
   });
 
   test('a bad fleet field, pointed at inside the scenario', () => {
-    const err = refused(scenario('  - at: 0\n    expect: { vm: vm0, events: [] }\n', 'fleet:\n  vms:\n    - name: vm0\n      faultDomain: "one"\n'));
+    const err = refused(
+      scenario('  - at: 0\n    expect: { vm: vm0, events: [] }\n', 'fleet:\n  vms:\n    - name: vm0\n      faultDomain: "one"\n'),
+    );
     assert.deepEqual([err.line, err.col, err.path], [5, 20, 'fleet.vms[0].faultDomain']);
-    const unknown = refused(scenario('  - at: 0\n    expect: { vm: vm0, events: [] }\n', 'fleet:\n  vms:\n    - name: vm0\n      colour: red\n'));
+    const unknown = refused(
+      scenario('  - at: 0\n    expect: { vm: vm0, events: [] }\n', 'fleet:\n  vms:\n    - name: vm0\n      colour: red\n'),
+    );
     assert.deepEqual([unknown.line, unknown.col, unknown.path, unknown.problem], [5, 7, 'fleet.vms[0].colour', 'unknown key "colour"']);
     // The fleet file's own rules, such as a terminate notification outside a scale set.
     const rule = refused(
-      scenario('  - at: 0\n    expect: { vm: vm0, events: [] }\n', 'fleet:\n  vms:\n    - { name: vm0, terminateNotificationMinutes: 10 }\n'),
+      scenario(
+        '  - at: 0\n    expect: { vm: vm0, events: [] }\n',
+        'fleet:\n  vms:\n    - { name: vm0, terminateNotificationMinutes: 10 }\n',
+      ),
     );
     assert.deepEqual([rule.line, rule.path], [4, 'fleet.vms[0].terminateNotificationMinutes']);
   });
 
   test('names that are not in the fleet, a bad type, and a misplaced as', () => {
-    assert.match(refused(scenario('  - at: 0\n    expect: { vm: vm9, events: [] }\n')).message, /bad\.yaml:7:19: steps\[0\]\.expect\.vm: no VM named 'vm9'/);
+    assert.match(
+      refused(scenario('  - at: 0\n    expect: { vm: vm9, events: [] }\n')).message,
+      /bad\.yaml:7:19: steps\[0\]\.expect\.vm: no VM named 'vm9'/,
+    );
     assert.match(refused(scenario('  - at: 0\n    operation: { type: freeze, host: nowhere }\n')).problem, /no host named 'nowhere'/);
     assert.match(refused(scenario('  - at: 0\n    operation: { type: explode, vms: [vm0] }\n')).path, /steps\[0\]\.operation\.type/);
     assert.match(refused(scenario('  - at: 0\n    operation: { type: freeze }\n')).problem, /exactly one target/);
@@ -127,7 +152,11 @@ describe('a malformed scenario names file:line:col and the problem', () => {
   });
 
   test('JSON scenarios get the same positions', () => {
-    const text = JSON.stringify({ name: 'j', fleet: { vms: [{ name: 'vm0', faultDomain: 'one' }] }, steps: [{ at: 0, expect: { vm: 'vm0', events: [] } }] }, null, 2);
+    const text = JSON.stringify(
+      { name: 'j', fleet: { vms: [{ name: 'vm0', faultDomain: 'one' }] }, steps: [{ at: 0, expect: { vm: 'vm0', events: [] } }] },
+      null,
+      2,
+    );
     const err = refused(text, 'bad.json');
     assert.equal(err.path, 'fleet.vms[0].faultDomain');
     assert.equal(err.line, 7);
@@ -144,7 +173,14 @@ describe('a well-formed scenario', () => {
       ),
       'ok.yaml',
     );
-    assert.deepEqual(s.steps.map((step) => [step.at, step.line, step.action.kind]), [[0, 6, 'operation'], [90, 9, 'expect'], [5400, 11, 'complete']]);
+    assert.deepEqual(
+      s.steps.map((step) => [step.at, step.line, step.action.kind]),
+      [
+        [0, 6, 'operation'],
+        [90, 9, 'expect'],
+        [5400, 11, 'complete'],
+      ],
+    );
     const op = s.steps[0]!.action;
     assert.ok(op.kind === 'operation');
     assert.deepEqual(op.notBefore, { relative: true, seconds: 1200 });
@@ -159,7 +195,11 @@ describe('a well-formed scenario', () => {
   test('as data, errors name the path without positions to chase', () => {
     const err = (() => {
       try {
-        scenarioFromObject({ name: 'x', fleet: { vms: [{ name: 'vm0' }] }, steps: [{ at: '5 minutes', expect: { vm: 'vm0', events: [] } }] });
+        scenarioFromObject({
+          name: 'x',
+          fleet: { vms: [{ name: 'vm0' }] },
+          steps: [{ at: '5 minutes', expect: { vm: 'vm0', events: [] } }],
+        });
       } catch (e) {
         return e as ScenarioError;
       }
