@@ -10,6 +10,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { emulatorArgs } from '../test/support/cli.js';
 import { delay as sleep, waitFor as waitUntil } from '../test/support/wait.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 60);
@@ -56,20 +57,7 @@ async function run(): Promise<void> {
   });
   if (build.status !== 0 || !existsSync(main)) throw new Error('the build failed');
 
-  const emulator = start([
-    main,
-    'emulator',
-    '--imds',
-    '127.0.0.1:0',
-    '--control',
-    '127.0.0.1:0',
-    '--clock',
-    'manual',
-    '--rate-limit',
-    '0',
-    '--log-level',
-    'silent',
-  ]);
+  const emulator = start([main, ...emulatorArgs({ rateLimit: 0, logLevel: 'silent' })]);
   const [, imdsUrl, controlUrl] = await waitFor(
     'the emulator',
     () => /IMDS:\s+(\S+)\nControl:\s+(\S+)/.exec(emulator.output()) ?? undefined,

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { cliCommand, emulatorArgs, repo } from '../test/support/cli.js';
 
 function flag(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -20,30 +21,11 @@ function flag(name: string, fallback: number): number {
 const SECONDS = flag('seconds', 600);
 const WORKERS = flag('workers', 4);
 const PERIOD_MS = Math.min(60_000, SECONDS * 1000);
-const root = new URL('..', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'forewarn-soak-'));
 const statePath = join(dir, 'state.json');
 
-const child = spawn(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    'src/cli/main.ts',
-    'emulator',
-    '--state',
-    statePath,
-    '--clock',
-    'manual',
-    '--imds',
-    '127.0.0.1:0',
-    '--control',
-    '127.0.0.1:0',
-    '--log-level',
-    'warn',
-  ],
-  { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
-);
+const [cmd, argv] = cliCommand(emulatorArgs({ state: statePath, logLevel: 'warn' }));
+const child = spawn(cmd, argv, { cwd: repo, stdio: ['ignore', 'pipe', 'inherit'] });
 const stop = () => {
   child.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { ManualClock } from '../src/shared/clock.js';
 import { Engine } from '../src/emulator/engine/engine.js';
 import { MAX_PAGE_LIMIT } from '../src/emulator/engine/paging.js';
-import { generateAvailabilitySets } from '../src/emulator/fleet-generator.js';
+import { generateAvailabilitySets } from '../src/emulator/fleet/generator.js';
 import { renderDocument, serializeDocument } from '../src/protocol/render.js';
 
 const SIZES = (process.env.FLEET_SIZES ?? '10000,100000,1000000').split(',').map(Number);

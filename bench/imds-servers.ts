@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { ManualClock } from '../src/shared/clock.js';
 import { Engine } from '../src/emulator/engine/engine.js';
 import type { VmSpec } from '../src/emulator/engine/fleet.js';
-import { FaultRegistry } from '../src/emulator/faults.js';
+import { FaultRegistry } from '../src/emulator/imds/faults.js';
 import { buildImdsServer } from '../src/emulator/imds/server.js';
-import { RateLimiter } from '../src/emulator/rate-limit.js';
+import { RateLimiter } from '../src/emulator/imds/rate-limit.js';
 
 const mode = process.argv[2];
 const UNREACHED_RATE_LIMIT = 1e9;

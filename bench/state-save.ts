@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { nodeFileOps, writeFileAtomicSync, type FileOps } from '../src/shared/atomic-file.js';
 import { ManualClock } from '../src/shared/clock.js';
 import { Engine } from '../src/emulator/engine/engine.js';
-import { COMPACT_FLOOR_BYTES, StateFileWriter } from '../src/emulator/state-file.js';
+import { COMPACT_FLOOR_BYTES, StateFileWriter } from '../src/emulator/state/file.js';
 
 const SIZES = (process.env.STATE_SIZES ?? '10000,100000').split(',').map(Number);
 const CHANGES = Number(process.env.STATE_CHANGES ?? 200);

@@ -1,8 +1,8 @@
 // What the HTTP surfaces share: one engine and the knobs around it.
 import type { Clock } from '../shared/clock.js';
 import type { Engine } from './engine/engine.js';
-import type { FaultRegistry } from './faults.js';
-import type { RateLimiter } from './rate-limit.js';
+import type { FaultRegistry } from './imds/faults.js';
+import type { RateLimiter } from './imds/rate-limit.js';
 import type { Durable } from './state/acknowledge.js';
 
 export interface ImdsContext {

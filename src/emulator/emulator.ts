@@ -9,10 +9,10 @@ import { EngineError } from './engine/errors.js';
 import type { VmSpec } from './engine/fleet.js';
 import { Timing } from './engine/timing.js';
 import { buildControlServer } from './control/server.js';
-import { FaultRegistry } from './faults.js';
+import { FaultRegistry } from './imds/faults.js';
 import { buildImdsServer } from './imds/server.js';
-import { DEFAULT_RATE_LIMIT, RateLimiter } from './rate-limit.js';
-import { StateFileError, StateFileWriter, readStateFile } from './state-file.js';
+import { DEFAULT_RATE_LIMIT, RateLimiter } from './imds/rate-limit.js';
+import { StateFileError, StateFileWriter, readStateFile } from './state/file.js';
 import type { FileOps } from '../shared/atomic-file.js';
 
 export interface EmulatorOptions {

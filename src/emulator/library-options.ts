@@ -8,7 +8,7 @@ import { MAX_FIRST_CALL_DELAY_SECONDS, TIMING_PROFILES } from './engine/timing.j
 import { normalizeAllowedHost } from './control/request-guard.js';
 import { MAX_STREAMS_RANGE, STREAM_BUFFER_KIB_RANGE } from './control/stream.js';
 import type { EmulatorOptions, ListenOptions } from './emulator.js';
-import { FleetFileError, MAX_REQUEST_VMS_RANGE, loadFleetFile, parseFleet } from './fleet-file.js';
+import { FleetFileError, MAX_REQUEST_VMS_RANGE, loadFleetFile, parseFleet } from './fleet/file.js';
 
 /** A fleet as a fleet file holds it (docs: README "Fleet files"), or just its list of VMs. */
 export type FleetDefinition = readonly VmSpec[] | { readonly vms?: readonly VmSpec[]; readonly [section: string]: unknown };

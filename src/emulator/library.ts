@@ -3,7 +3,7 @@ import { ControlClient } from '../control/client.js';
 import { Emulator } from './emulator.js';
 import { EngineError } from './engine/errors.js';
 import { EmulatorOptionError, resolveStartOptions, type LaunchOptions, type StartEmulatorOptions } from './library-options.js';
-import { StateFileError } from './state-file.js';
+import { StateFileError } from './state/file.js';
 
 /**
  * A running emulator: its URLs, the control API's operations (it is a ControlClient on its own

@@ -3,7 +3,7 @@
 // the control API's one error shape, `{"error": "…"}`, never fastify's {statusCode, code, error, message}.
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { errorBody, INTERNAL_ERROR_MESSAGE } from '../error-map.js';
+import { errorBody, INTERNAL_ERROR_MESSAGE } from '../http/error-map.js';
 
 /** Fastify's `maxParamLength`: a VM name is at most 80 characters, so a longer segment names nothing. */
 export const MAX_PARAM_LENGTH = 100;

@@ -5,8 +5,8 @@ import { API_VERSIONS, LATEST_API_VERSION } from '../../protocol/versions.js';
 import { PAGE_PARAMETERS, STATUS_PARAMETER } from './page-query.js';
 import { registry, STREAM_INCLUDES } from './schemas.js';
 import { DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER_KIB } from './stream.js';
-import { MAX_FLEET_VMS } from '../fleet-file.js';
-import { BODY_LIMIT_TEXT } from '../limits.js';
+import { MAX_FLEET_VMS } from '../fleet/file.js';
+import { BODY_LIMIT_TEXT } from '../http/limits.js';
 
 type Json = Record<string, unknown>;
 

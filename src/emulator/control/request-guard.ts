@@ -3,7 +3,7 @@
 // and a DNS-rebinding name makes the browser treat the API as that site's own (Host).
 import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { errorBody } from '../error-map.js';
+import { errorBody } from '../http/error-map.js';
 
 /** What the guard looks at in a request; a plain object so the rules can be tested without a server. */
 export interface RequestFacts {

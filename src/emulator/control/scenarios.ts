@@ -8,9 +8,9 @@ import { parseTimingFactor } from '../engine/timing.js';
 import type { Scenario, ScenarioReport } from '../scenarios/format.js';
 import { builtinScenarioNames, builtinScenarios, loadBuiltinScenario } from '../scenarios/library.js';
 import { ScenarioError, scenarioFromObject } from '../scenarios/load.js';
-import { MAX_FLEET_VMS, requestFleetTooBig } from '../fleet-file.js';
+import { MAX_FLEET_VMS, requestFleetTooBig } from '../fleet/file.js';
 import { runScenario } from '../scenarios/runner.js';
-import { HttpError } from '../error-map.js';
+import { HttpError } from '../http/error-map.js';
 import { ScenarioBody, describeIssues, issuesField, type ScenarioRun } from './schemas.js';
 
 /** Finished runs kept for GET; the oldest go first. */

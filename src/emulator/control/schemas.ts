@@ -19,9 +19,9 @@ import { EVICTION_POLICIES, POWER_STATES, PRIORITIES, TENANT_KINDS } from '../en
 import type { StepStatus } from '../engine/rolling.js';
 import { TIMING_PROFILES } from '../engine/timing.js';
 import { VM_STATES } from '../engine/vm-state.js';
-import { FAULT_STATUSES } from '../faults.js';
+import { FAULT_STATUSES } from '../imds/faults.js';
 import { ScenarioDocumentSchema, ScenarioReportSchema } from '../scenarios/format.js';
-import { InstanceSettingsSchema, VmSpecSchema } from '../vm-spec.js';
+import { InstanceSettingsSchema, VmSpecSchema } from '../fleet/vm-spec.js';
 
 /** Every schema the OpenAPI document names, keyed by its component id. */
 export const registry = z.registry<{ id: string; description?: string }>();

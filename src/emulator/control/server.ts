@@ -12,8 +12,8 @@ import { DASHBOARD_PATHS, registerDashboard } from './dashboard.js';
 import { buildOpenApiDocument, ROUTES } from './openapi.js';
 import { pageQuery, statusQuery } from './page-query.js';
 import { registerRequestGuard } from './request-guard.js';
-import { controlErrorAnswer, errorBody, HttpError, INTERNAL_ERROR_MESSAGE } from '../error-map.js';
-import { BODY_LIMIT_BYTES } from '../limits.js';
+import { controlErrorAnswer, errorBody, HttpError, INTERNAL_ERROR_MESSAGE } from '../http/error-map.js';
+import { BODY_LIMIT_BYTES } from '../http/limits.js';
 import { MAX_PARAM_LENGTH, onControlClientError, onControlFrameworkError } from './framework-errors.js';
 import {
   AdvanceBody,

@@ -1,4 +1,4 @@
-/** What went wrong, in terms each HTTP surface maps to a status through the one map, src/emulator/error-map.ts. */
+/** What went wrong, in terms each HTTP surface maps to a status through the one map, src/emulator/http/error-map.ts. */
 export type EngineErrorCode = 'invalid' | 'not-found' | 'conflict';
 
 /** Where a problem lies in what the caller sent: a field's name (`'notBefore'`) or a path (`['vms', 0]`). */

@@ -13,7 +13,7 @@ import {
   imdsError,
   type ImdsErrorBody,
 } from '../../protocol/errors.js';
-import { ENGINE_ERROR_STATUS } from '../error-map.js';
+import { ENGINE_ERROR_STATUS } from '../http/error-map.js';
 import type { EngineError } from '../engine/errors.js';
 
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -47,7 +47,7 @@ export function sendError(reply: FastifyReply, status: number, message: string):
   sendJson(reply, status, serialized(message));
 }
 
-/** An engine refusal at the status every surface gives it (emulator/error-map.ts), in IMDS's own body: no `field`, as Azure has none. */
+/** An engine refusal at the status every surface gives it (emulator/http/error-map.ts), in IMDS's own body: no `field`, as Azure has none. */
 export function sendEngineError(reply: FastifyReply, error: EngineError): void {
   sendError(reply, ENGINE_ERROR_STATUS[error.code], error.message);
 }

@@ -15,7 +15,7 @@ import { parseStartRequests } from '../../protocol/approval.js';
 import { checkApiVersion, checkInstanceApiVersion, featuresOf, type ApiVersion } from '../../protocol/versions.js';
 import type { ImdsContext } from '../context.js';
 import { EngineError } from '../engine/errors.js';
-import type { Fault } from '../faults.js';
+import type { Fault } from './faults.js';
 import { answerInstance, instanceMetadata } from './instance.js';
 import { versionsBody } from '../../protocol/instance-metadata.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';

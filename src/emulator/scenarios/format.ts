@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES, type EventSource, type EventStatus, type EventType } from '../../protocol/types.js';
 import type { VmSpec } from '../engine/fleet.js';
 import { OPERATION_TYPES, type OperationType } from '../engine/operations.js';
-import { FAULT_STATUSES, type FaultSpec } from '../faults.js';
+import { FAULT_STATUSES, type FaultSpec } from '../imds/faults.js';
 
 export const ACTIONS = ['operation', 'approve', 'cancel', 'complete', 'fault', 'expect'] as const;
 export type ActionKind = (typeof ACTIONS)[number];

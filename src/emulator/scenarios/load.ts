@@ -2,7 +2,7 @@
 import { isMap, isNode, isPair, isScalar, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import type { VmSpec } from '../engine/fleet.js';
-import { FleetFileError, parseFleet } from '../fleet-file.js';
+import { FleetFileError, parseFleet } from '../fleet/file.js';
 import {
   CheckedDocument,
   DocumentError,

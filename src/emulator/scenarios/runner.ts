@@ -7,7 +7,7 @@ import { Engine } from '../engine/engine.js';
 import { EngineError } from '../engine/errors.js';
 import type { VmSpec } from '../engine/fleet.js';
 import { Timing } from '../engine/timing.js';
-import { FaultRegistry } from '../faults.js';
+import { FaultRegistry } from '../imds/faults.js';
 import {
   describeAction,
   describeExpected,

@@ -5,7 +5,7 @@ import type { EngineDelta, EngineSnapshot } from '../engine/engine.js';
 import { applyTable } from '../engine/changes.js';
 import { DocumentError, formatLocated, formatPath, issueProblems, moreProblems, type Located } from '../../shared/checked-document.js';
 import { parseJson, readProblem } from '../../shared/source-positions.js';
-import { checkSnapshot } from '../state-check.js';
+import { checkSnapshot } from './check.js';
 import { ChangeRecordSchema, SnapshotSchema, STATE_FILE_VERSION } from './schema.js';
 
 /** A state file that cannot be used: `FILE: problem`, or `FILE:line:col: invalid state file: path: problem`. */
@@ -113,7 +113,7 @@ export function readStateFile(path: string): StateFileContents | undefined {
   return contents;
 }
 
-/** Reads a state file's shapes and replays its change records, without the cross-checks of state-check.ts. */
+/** Reads a state file's shapes and replays its change records, without the cross-checks of check.ts. */
 export function readStateLog(path: string): StateFileContents | undefined {
   let text: string;
   try {

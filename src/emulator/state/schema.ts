@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
 import { SNAPSHOT_VERSION } from '../engine/engine.js';
 import { OPERATION_TYPES } from '../engine/operations.js';
-import { VmSpecSchema } from '../vm-spec.js';
+import { VmSpecSchema } from '../fleet/vm-spec.js';
 import { nameRecord } from '../../shared/name-record.js';
 
 /** Version 2 is JSON lines: a snapshot, then one change record per saved batch. Version 1 (one JSON object) still loads. */

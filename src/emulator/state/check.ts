@@ -1,10 +1,10 @@
 // Cross-reference and range checks for a state snapshot read back from disk: a file that parses
 // can still lie (an event for a tenant that is gone, a host split across fault domains, a time
 // of 1e300), and the engine would take it in silently. The schema checks shapes; this checks sense.
-import type { EngineEvent, EngineSnapshot } from './engine/engine.js';
-import { EngineError } from './engine/errors.js';
-import { Fleet, fleetRuleField, type VmSpec } from './engine/fleet.js';
-import { formatPath } from '../shared/source-positions.js';
+import type { EngineEvent, EngineSnapshot } from '../engine/engine.js';
+import { EngineError } from '../engine/errors.js';
+import { Fleet, fleetRuleField, type VmSpec } from '../engine/fleet.js';
+import { formatPath } from '../../shared/source-positions.js';
 
 export interface SnapshotProblem {
   /** Where in the snapshot, as a field path (e.g. ['events', 3, 'tenant']). */

@@ -1,8 +1,8 @@
 // The one schema of a VM's declaration, shared by the control API, fleet files and the state file.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { EVICTION_POLICIES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from './engine/fleet.js';
-import { TERMINATE_NOTICE_MINUTES } from './engine/timing.js';
+import { EVICTION_POLICIES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from '../engine/fleet.js';
+import { TERMINATE_NOTICE_MINUTES } from '../engine/timing.js';
 
 const ipv4 = (description: string) =>
   z

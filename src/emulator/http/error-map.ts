@@ -1,7 +1,7 @@
 // The one map from what went wrong to the HTTP answer: a status, and the body `{"error": …, "field"?: …}`.
 // The control API answers every error through it; IMDS (imds/responses.ts) and scenario steps take its statuses, and IMDS keeps Azure's own body.
-import { ERROR_FIELD_PREFERENCE, type ControlErrorBody } from '../protocol/control.js';
-import { EngineError, formatFieldPath, type EngineErrorCode, type FieldPath } from './engine/errors.js';
+import { ERROR_FIELD_PREFERENCE, type ControlErrorBody } from '../../protocol/control.js';
+import { EngineError, formatFieldPath, type EngineErrorCode, type FieldPath } from '../engine/errors.js';
 import { BODY_LIMIT_BYTES, BODY_LIMIT_TEXT } from './limits.js';
 
 /** Each engine error's HTTP status, on every surface. */

@@ -1,8 +1,8 @@
 // `--fleet FILE`: a fleet described in YAML or JSON, checked up front with positions in every error.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { EngineError } from './engine/errors.js';
-import { Fleet, TENANT_KINDS, fleetRuleFields, type VmSpec } from './engine/fleet.js';
+import { EngineError } from '../engine/errors.js';
+import { Fleet, TENANT_KINDS, fleetRuleFields, type VmSpec } from '../engine/fleet.js';
 import {
   AVAILABILITY_SET_DEFAULTS,
   FleetGeneratorError,
@@ -11,7 +11,7 @@ import {
   generateAvailabilitySets,
   generateScaleSet,
   scaleSetTenants,
-} from './fleet-generator.js';
+} from './generator.js';
 import { InstanceSettingsSchema, VmSpecSchema } from './vm-spec.js';
 import {
   CheckedDocument,
@@ -21,7 +21,7 @@ import {
   readDocumentFile,
   type Path,
   type Problem,
-} from '../shared/checked-document.js';
+} from '../../shared/checked-document.js';
 
 /** A problem in a fleet file: file, line, col, field path and problem, as `FILE:line:col: path: problem`. */
 export class FleetFileError extends DocumentError {

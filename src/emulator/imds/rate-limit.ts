@@ -1,5 +1,5 @@
 // IMDS throttles each VM to about 5 requests a second; past that it answers 429.
-import { monotonicMs } from '../shared/clock.js';
+import { monotonicMs } from '../../shared/clock.js';
 
 /** [imds] Azure's documented limit, per VM. */
 export const DEFAULT_RATE_LIMIT = 5;

@@ -1,5 +1,5 @@
 // Large fleets from a few numbers: availability sets spread over shared hosts, and scale-set instances.
-import type { EvictionPolicy, Priority, VmSpec } from './engine/fleet.js';
+import type { EvictionPolicy, Priority, VmSpec } from '../engine/fleet.js';
 
 /** [choice] The engine's defaults for an availability set; kept equal to it by a test. */
 export const AVAILABILITY_SET_DEFAULTS = { faultDomainCount: 2, updateDomainCount: 5 } as const;
