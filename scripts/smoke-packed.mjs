@@ -239,31 +239,34 @@ function imdsUrlIn(text) {
   return undefined;
 }
 
+/** Starts `command args` in the consumer project, keeping what it prints in `stdout` and `stderr`. */
+function start(command, args, env, project) {
+  const child = spawn(command, args, { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const started = { child, stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (chunk) => (started.stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk) => (started.stderr += chunk));
+  return started;
+}
+
 async function checkEmulator(env, project) {
   const name = 'forewarn emulator (start, GET the document, SIGTERM)';
-  const child = spawn(
+  const emulator = start(
     join(project, 'node_modules', '.bin', 'forewarn'),
     ['emulator', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0'],
-    {
-      cwd: project,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    env,
+    project,
   );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+  const { child } = emulator;
   const exited = new Promise((done) => child.on('exit', (code, signal) => done({ code, signal })));
   const deadline = Date.now() + START_TIMEOUT_MS;
   let imdsUrl;
-  while (!(imdsUrl = imdsUrlIn(stdout)) && child.exitCode === null && child.signalCode === null && Date.now() < deadline) {
+  while (!(imdsUrl = imdsUrlIn(emulator.stdout)) && child.exitCode === null && child.signalCode === null && Date.now() < deadline) {
     await new Promise((done) => setTimeout(done, 50));
   }
   if (!imdsUrl) {
     child.kill('SIGKILL');
     const end = await exited;
-    fail(name, `no URLs printed (exit ${end.code ?? end.signal})\n    ${tail(stderr + stdout)}`);
+    fail(name, `no URLs printed (exit ${end.code ?? end.signal})\n    ${tail(emulator.stderr + emulator.stdout)}`);
     return;
   }
   let detail;
@@ -280,7 +283,7 @@ async function checkEmulator(env, project) {
   const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
   const end = await exited;
   clearTimeout(timer);
-  if (!detail && end.code !== 0) detail = `after SIGTERM it exited with ${end.code ?? end.signal}\n    ${tail(stderr)}`;
+  if (!detail && end.code !== 0) detail = `after SIGTERM it exited with ${end.code ?? end.signal}\n    ${tail(emulator.stderr)}`;
   if (detail) fail(name, detail);
   else pass(name, `listening at ${imdsUrl}, exit 0`);
 }
@@ -351,20 +354,13 @@ function checkExportFiles(project, manifest) {
 async function checkImport(node, env, project, specifier) {
   const name = `import '${specifier}'`;
   const result = await new Promise((done) => {
-    const child = spawn(node, ['--input-type=module', '-e', importProbe(specifier)], {
-      cwd: project,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk) => (stderr += chunk));
+    const probe = start(node, ['--input-type=module', '-e', importProbe(specifier)], env, project);
+    const { child } = probe;
     // A module that keeps the process alive (a timer, a server left open) fails here.
     const timer = setTimeout(() => child.kill('SIGKILL'), IMPORT_TIMEOUT_MS);
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
-      done({ code, signal, stdout, stderr });
+      done({ code, signal, stdout: probe.stdout, stderr: probe.stderr });
     });
   });
   if (result.code !== 0) {

@@ -3,10 +3,8 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CliProcess } from '../support/cli.js';
+import { CliProcess, emulatorArgs } from '../support/cli.js';
 import { waitFor } from '../support/wait.js';
-
-export { delay, waitFor } from '../support/wait.js';
 
 export const fixtures = new URL('./fixtures/', import.meta.url).pathname;
 export const node = process.execPath;
@@ -41,20 +39,7 @@ export async function startEmulator(
   extra: string[] = [],
   ports: { imds: number; control: number } = { imds: 0, control: 0 },
 ): Promise<Emu> {
-  const proc = new Proc([
-    'emulator',
-    '--imds',
-    `127.0.0.1:${ports.imds}`,
-    '--control',
-    `127.0.0.1:${ports.control}`,
-    '--clock',
-    'manual',
-    '--rate-limit',
-    '0',
-    '--log-level',
-    'silent',
-    ...extra,
-  ]);
+  const proc = new Proc([...emulatorArgs({ ports, rateLimit: 0, logLevel: 'silent' }), ...extra]);
   const [, imdsUrl, controlUrl] = await proc.waitForOutput(/IMDS:\s+(\S+)\nControl:\s+(\S+)/);
   return { proc, imdsUrl: imdsUrl!, controlUrl: controlUrl! };
 }

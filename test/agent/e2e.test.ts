@@ -8,21 +8,9 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { closedPort } from '../support/cli.js';
 import { tempDir } from '../support/temp.js';
-import {
-  Proc,
-  api,
-  delay,
-  execAction,
-  fixtures,
-  lines,
-  metric,
-  startAgent,
-  startEmulator,
-  trigger,
-  waitFor,
-  type Emu,
-  type RunningAgent,
-} from './e2e-support.js';
+import { delay, waitFor } from '../support/wait.js';
+import { Proc, api, execAction, fixtures, lines, metric, startAgent, startEmulator, trigger } from './e2e-support.js';
+import type { Emu, RunningAgent } from './e2e-support.js';
 
 after(() => Proc.killAll());
 

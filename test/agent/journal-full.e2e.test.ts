@@ -6,21 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { mountTmpfs, tmpfsOrSkip, type Tmpfs } from '../support/tmpfs.js';
-import {
-  Proc,
-  delay,
-  fixtures,
-  lines,
-  liveEvent,
-  metric,
-  node,
-  readyz,
-  startAgent,
-  startEmulator,
-  trigger,
-  waitFor,
-  type Emu,
-} from './e2e-support.js';
+import { delay, waitFor } from '../support/wait.js';
+import { Proc, fixtures, lines, liveEvent, metric, node, readyz, startAgent, startEmulator, trigger } from './e2e-support.js';
+import type { Emu } from './e2e-support.js';
 
 describe('agent e2e: the journal disk fills up', () => {
   let fs: Tmpfs | null = null;

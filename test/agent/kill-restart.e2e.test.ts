@@ -5,20 +5,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import {
-  Proc,
-  delay,
-  fixtures,
-  lines,
-  liveEvent,
-  node,
-  startAgent,
-  startEmulator,
-  trigger,
-  waitFor,
-  type Emu,
-  type RunningAgent,
-} from './e2e-support.js';
+import { delay, waitFor } from '../support/wait.js';
+import { Proc, fixtures, lines, liveEvent, node, startAgent, startEmulator, trigger } from './e2e-support.js';
+import type { Emu, RunningAgent } from './e2e-support.js';
 
 const ROUNDS = 8;
 /** How long the action runs: longer than an agent takes to restart, so a second copy would overlap it. */

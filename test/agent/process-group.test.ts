@@ -31,6 +31,19 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     });
   });
 
+/** settleGroup on the child's group in real time, polling every 50 ms, each signal it sends noted in `stops`. */
+function settle(child: ChildProcess, stops: string[], when: { deadline: number; graceMs: number }) {
+  const group = { pgid: child.pid!, startTime: processStartTime(child.pid!) };
+  return settleGroup(group, {
+    ...when,
+    now: Date.now,
+    sleep,
+    signal: new AbortController().signal,
+    pollMs: 50,
+    onStop: (s) => stops.push(s),
+  });
+}
+
 describe('process groups', { skip: process.platform === 'win32' && 'POSIX only' }, () => {
   it('finds a live group, and not one whose leader pid was reused', () => {
     const { child } = leader('setTimeout(() => {}, 30000)');
@@ -44,18 +57,7 @@ describe('process groups', { skip: process.platform === 'win32' && 'POSIX only' 
   it('waits for a group that ends on its own before the deadline, sending nothing', async () => {
     const { child, exited } = leader('setTimeout(() => {}, 300)');
     const stops: string[] = [];
-    const result = await settleGroup(
-      { pgid: child.pid!, startTime: processStartTime(child.pid!) },
-      {
-        deadline: Date.now() + 10_000,
-        graceMs: 1000,
-        now: Date.now,
-        sleep,
-        signal: new AbortController().signal,
-        pollMs: 50,
-        onStop: (s) => stops.push(s),
-      },
-    );
+    const result = await settle(child, stops, { deadline: Date.now() + 10_000, graceMs: 1000 });
     assert.equal(result, 'gone');
     assert.equal(await exited, 0);
     assert.deepEqual(stops, []);
@@ -66,18 +68,7 @@ describe('process groups', { skip: process.platform === 'win32' && 'POSIX only' 
     await sleep(300); // let it install the handler
     const stops: string[] = [];
     const t0 = Date.now();
-    const result = await settleGroup(
-      { pgid: child.pid!, startTime: processStartTime(child.pid!) },
-      {
-        deadline: Date.now(),
-        graceMs: 400,
-        now: Date.now,
-        sleep,
-        signal: new AbortController().signal,
-        pollMs: 50,
-        onStop: (s) => stops.push(s),
-      },
-    );
+    const result = await settle(child, stops, { deadline: Date.now(), graceMs: 400 });
     assert.equal(result, 'gone');
     assert.deepEqual(stops, ['SIGTERM', 'SIGKILL']);
     assert.equal(await exited, 'SIGKILL');

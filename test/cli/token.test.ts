@@ -12,6 +12,16 @@ const dir = tempDir('token');
 
 const TOKEN = 'file-token-4f2c9e';
 
+/** The emulator's options on free loopback ports with a manual clock, quiet, and `over`. */
+const loopbackOptions = (over: Parameters<typeof parseEmulatorOptions>[0]) =>
+  parseEmulatorOptions({ imds: '127.0.0.1:0', control: '127.0.0.1:0', clock: 'manual', logLevel: 'silent', ...over });
+
+/** The control API at `controlUrl` refuses a call without TOKEN and takes one with it. */
+async function assertTokenRequired(controlUrl: string): Promise<void> {
+  assert.equal((await fetch(`${controlUrl}/v1/fleet`)).status, 401);
+  assert.equal((await fetch(`${controlUrl}/v1/fleet`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
+}
+
 function tokenFile(name: string, text: string, mode = 0o600): string {
   const path = join(dir, name);
   writeFileSync(path, text);
@@ -64,21 +74,14 @@ describe('--token-file', () => {
 
   it('works against a live emulator, and the banner reads the token from the file', async () => {
     const path = tokenFile('live', `${TOKEN}\n`);
-    const options = parseEmulatorOptions({
-      imds: '127.0.0.1:0',
-      control: '127.0.0.1:0',
-      clock: 'manual',
-      tokenFile: path,
-      logLevel: 'silent',
-    });
+    const options = loopbackOptions({ tokenFile: path });
     const io = captureIo();
     const { emulator, controlUrl } = await startEmulator(options, io);
     try {
       assert.equal(io.err, '');
       assert.ok(io.out.includes(`-H "Authorization: Bearer $(cat ${path})"`), io.out);
       assert.ok(!io.out.includes(TOKEN));
-      assert.equal((await fetch(`${controlUrl}/v1/fleet`)).status, 401);
-      assert.equal((await fetch(`${controlUrl}/v1/fleet`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
+      await assertTokenRequired(controlUrl);
     } finally {
       await emulator.close();
     }
@@ -87,13 +90,7 @@ describe('--token-file', () => {
 
 describe('--token on argv', () => {
   it('still works, with a warning that ps shows it', async () => {
-    const options = parseEmulatorOptions({
-      imds: '127.0.0.1:0',
-      control: '127.0.0.1:0',
-      clock: 'manual',
-      token: TOKEN,
-      logLevel: 'silent',
-    });
+    const options = loopbackOptions({ token: TOKEN });
     const io = captureIo();
     const { emulator, controlUrl } = await startEmulator(options, io);
     try {
@@ -134,8 +131,7 @@ describe('the emulator process', () => {
         const cmdline = readFileSync(`/proc/${emulator.pid}/cmdline`, 'utf8').split('\0');
         assert.ok(cmdline.includes('emulator'), cmdline.join(' '));
         assert.ok(!cmdline.some((arg) => arg.includes(TOKEN)), `the token is on the command line: ${cmdline.join(' ')}`);
-        assert.equal((await fetch(`${emulator.control}/v1/fleet`)).status, 401);
-        assert.equal((await fetch(`${emulator.control}/v1/fleet`, { headers: { authorization: `Bearer ${TOKEN}` } })).status, 200);
+        await assertTokenRequired(emulator.control);
         assert.doesNotMatch(emulator.stderr(), /warning/);
       } finally {
         await emulator.stop();
@@ -146,13 +142,7 @@ describe('the emulator process', () => {
 
 describe('--allow-host', () => {
   it('lets a named Host reach the control API without a token; a bad name exits 2', async () => {
-    const options = parseEmulatorOptions({
-      imds: '127.0.0.1:0',
-      control: '127.0.0.1:0',
-      clock: 'manual',
-      allowHost: ['Lab.Example', 'fd00::5'],
-      logLevel: 'silent',
-    });
+    const options = loopbackOptions({ allowHost: ['Lab.Example', 'fd00::5'] });
     assert.deepEqual(options.allowHosts, ['lab.example', '[fd00::5]']);
     const { emulator } = await startEmulator(options, captureIo());
     try {

@@ -68,8 +68,8 @@ type ServiceState = Parameters<typeof service>[0];
 /** Serves `state`, watches it every 5 ms (with `options`) through the test's `body`, then stops the watch. */
 async function watching(
   state: ServiceState,
+  options: WatchOptions,
   body: (items: AsyncGenerator<WatchItem>) => Promise<void>,
-  options: WatchOptions = {},
 ): Promise<void> {
   handler = service(state);
   const ac = new AbortController();
@@ -292,44 +292,37 @@ describe('client against a stub: documents the emulator never sends', () => {
   it('watch: malformed JSON is an error item, and the watch keeps going', async () => {
     const state = { incarnation: 1, events: [wire('A')], broken: 'not json' as string | null };
     const errors: Error[] = [];
-    await watching(
-      state,
-      async (items) => {
-        const item = await next(items);
-        assert.equal(item.type, 'error');
-        assert.ok(item.type === 'error' && item.error instanceof ImdsProtocolError);
-        assert.equal(item.health.consecutiveFailures, 1);
-        state.broken = null;
-        assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
-        assert.equal(errors.length, 1);
-      },
-      { jitter: 0, onError: (e) => errors.push(e) },
-    );
+    await watching(state, { jitter: 0, onError: (e) => errors.push(e) }, async (items) => {
+      const item = await next(items);
+      assert.equal(item.type, 'error');
+      assert.ok(item.type === 'error' && item.error instanceof ImdsProtocolError);
+      assert.equal(item.health.consecutiveFailures, 1);
+      state.broken = null;
+      assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
+      assert.equal(errors.length, 1);
+    });
   });
 
   it('watch with emitErrors: false reports errors only through onError', async () => {
     const state = { incarnation: 1, events: [wire('A')], broken: 'nope' as string | null };
     const errors: Error[] = [];
-    await watching(
-      state,
-      async (items) => {
-        assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
-        assert.equal(errors.length, 3);
+    const options: WatchOptions = {
+      emitErrors: false,
+      onError: (e) => {
+        errors.push(e);
+        if (errors.length === 3) state.broken = null;
+        throw new Error('a faulty callback');
       },
-      {
-        emitErrors: false,
-        onError: (e) => {
-          errors.push(e);
-          if (errors.length === 3) state.broken = null;
-          throw new Error('a faulty callback');
-        },
-      },
-    );
+    };
+    await watching(state, options, async (items) => {
+      assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
+      assert.equal(errors.length, 3);
+    });
   });
 
   it('watch: field changes are `updated`, with the previous version', async () => {
     const state = { incarnation: 1, events: [wire('A')] };
-    await watching(state, async (items) => {
+    await watching(state, {}, async (items) => {
       await nextChanges(items);
       state.incarnation = 2;
       state.events = [wire('A', { NotBefore: 'Mon, 11 Apr 2022 22:41:58 GMT', DurationInSeconds: 9 })];
@@ -344,7 +337,7 @@ describe('client against a stub: documents the emulator never sends', () => {
 
   it('watch: a restarted service (incarnation back to 1, same events) yields no duplicates; a new event yields one scheduled', async () => {
     const state = { incarnation: 5, events: [wire('A'), wire('B', { EventStatus: 'Started', NotBefore: '' })] };
-    await watching(state, async (items) => {
+    await watching(state, {}, async (items) => {
       assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A', 'started:B']);
       const pending = nextChanges(items);
       // The service restarts: incarnation 1, same events, ids now lowercase.
@@ -359,7 +352,7 @@ describe('client against a stub: documents the emulator never sends', () => {
 
   it('watch: a service that restarts empty and then shows the events again does not announce them twice', async () => {
     const state = { incarnation: 9, events: [wire('A')] };
-    await watching(state, async (items) => {
+    await watching(state, {}, async (items) => {
       assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A']);
       state.incarnation = 1;
       state.events = [];
@@ -376,7 +369,7 @@ describe('client against a stub: documents the emulator never sends', () => {
 
   it('watch: several events in one document come in one item, removals first', async () => {
     const state = { incarnation: 1, events: [wire('A'), wire('B')] };
-    await watching(state, async (items) => {
+    await watching(state, {}, async (items) => {
       assert.deepEqual(kinds(await nextChanges(items)), ['scheduled:A', 'scheduled:B']);
       state.incarnation = 2;
       state.events = [

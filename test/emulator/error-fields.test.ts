@@ -10,10 +10,10 @@ import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { EngineError, conflict, formatFieldPath, invalid, notFound } from '../../src/emulator/engine/errors.js';
 import { Fleet, fleetRuleFields, type VmSpec } from '../../src/emulator/engine/fleet.js';
-import { ENGINE_ERROR_STATUS, prefersErrorField } from '../../src/emulator/error-map.js';
-import { FaultRegistry } from '../../src/emulator/faults.js';
+import { ENGINE_ERROR_STATUS, prefersErrorField } from '../../src/emulator/http/error-map.js';
+import { FaultRegistry } from '../../src/emulator/imds/faults.js';
 import { startEmulator } from '../../src/emulator/index.js';
-import { RateLimiter } from '../../src/emulator/rate-limit.js';
+import { RateLimiter } from '../../src/emulator/imds/rate-limit.js';
 
 describe('EngineError', () => {
   it('the helpers take an optional field and fields that share the blame; old calls are unchanged', () => {

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { run } from '../../src/cli/program.js';
-import { FleetFileError, MAX_FILE_FLEET_VMS, parseFleet } from '../../src/emulator/fleet-file.js';
+import { FleetFileError, MAX_FILE_FLEET_VMS, parseFleet } from '../../src/emulator/fleet/file.js';
 import { ScenarioError, parseScenario } from '../../src/emulator/scenarios/load.js';
 import { assertNoStack, captureIo } from '../support/cli.js';
 import { tempDir } from '../support/temp.js';
@@ -147,7 +147,7 @@ describe('forewarn emulator with a lying file', () => {
     const io = captureIo();
     const code = await run(['emulator', '--state', path, '--clock', 'manual', '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0'], io);
     assert.equal(code, 2, io.err);
-    // The loader runs checkSnapshot (src/emulator/state-check.ts) and names the first problem's field.
+    // The loader runs checkSnapshot (src/emulator/state/check.ts) and names the first problem's field.
     assert.match(io.err, /state\.json\b.*savedAt: 1e\+300 is not a time/);
     assertNoStack(io.err);
   });

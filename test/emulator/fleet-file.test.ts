@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
-import { FleetFileError, loadFleetFile, parseFleet } from '../../src/emulator/fleet-file.js';
+import { FleetFileError, loadFleetFile, parseFleet } from '../../src/emulator/fleet/file.js';
 import { tempDir } from '../support/temp.js';
 import { placement } from '../support/fleet.js';
 
@@ -39,19 +39,17 @@ function refuses(text: readonly string[], expected: string | RegExp): FleetFileE
 
 describe('loadFleetFile', () => {
   it('reads a YAML fleet', () => {
-    const path = write(
-      'ok.yaml',
-      [
-        '# comment',
-        'vms:',
-        '  - name: a',
-        '    tenant: as1',
-        '    tenantKind: availabilitySet',
-        '    faultDomain: 1',
-        '  - name: b',
-        '',
-      ].join('\n'),
-    );
+    const yaml = [
+      '# comment',
+      'vms:',
+      '  - name: a',
+      '    tenant: as1',
+      '    tenantKind: availabilitySet',
+      '    faultDomain: 1',
+      '  - name: b',
+      '',
+    ];
+    const path = write('ok.yaml', yaml.join('\n'));
     assert.deepEqual(loadFleetFile(path), [{ name: 'a', tenant: 'as1', tenantKind: 'availabilitySet', faultDomain: 1 }, { name: 'b' }]);
   });
 
@@ -397,19 +395,11 @@ describe('scaleSets:', () => {
 });
 
 describe('generate:', () => {
+  /** Three availability sets of four VMs over six shared hosts. */
+  const custSets = ['generate:', '  - availabilitySets: 3', '    vmsPerSet: 4', '    hosts: 6'];
+
   it('expands availability sets over shared hosts', () => {
-    const specs = parseFleet(
-      lines(
-        'generate:',
-        '  - availabilitySets: 3',
-        '    vmsPerSet: 4',
-        '    hosts: 6',
-        '    faultDomainCount: 3',
-        '    updateDomainCount: 2',
-        '    prefix: cust',
-      ),
-      'fleet.yaml',
-    );
+    const specs = parseFleet(lines(...custSets, '    faultDomainCount: 3', '    updateDomainCount: 2', '    prefix: cust'), 'fleet.yaml');
     assert.equal(specs.length, 12);
     assert.deepEqual(specs[4], {
       name: 'cust1-vm0',
@@ -526,22 +516,25 @@ describe('names across sections', () => {
   });
 
   it('reports a duplicate tenant at its second occurrence, in file order', () => {
-    refuses(
-      ['tenants:', '  - {name: as0, kind: availabilitySet}', 'generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4}'],
-      "fleet.yaml:4:5: generate[0]: tenant 'as0' is declared twice (first at tenants[0])",
-    );
-    refuses(
-      ['generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4, prefix: x}', 'tenants:', '  - {name: x1, kind: scaleSet}'],
-      "fleet.yaml:4:12: tenants[0].name: tenant 'x1' is declared twice (first at generate[0])",
-    );
-    refuses(
-      ['generate:', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}'],
-      "fleet.yaml:3:5: generate[1]: tenant 'as0' is declared twice (first at generate[0])",
-    );
-    refuses(
-      ['scaleSets:', '  - {name: ss, placementGroups: 2}', 'tenants:', '  - {name: ss-pg1, kind: scaleSet}', 'vms: [{name: a}]'],
-      "fleet.yaml:4:12: tenants[0].name: tenant 'ss-pg1' is declared twice (first at scaleSets[0])",
-    );
+    const cases: [string[], string][] = [
+      [
+        ['tenants:', '  - {name: as0, kind: availabilitySet}', 'generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4}'],
+        "fleet.yaml:4:5: generate[0]: tenant 'as0' is declared twice (first at tenants[0])",
+      ],
+      [
+        ['generate:', '  - {availabilitySets: 2, vmsPerSet: 3, hosts: 4, prefix: x}', 'tenants:', '  - {name: x1, kind: scaleSet}'],
+        "fleet.yaml:4:12: tenants[0].name: tenant 'x1' is declared twice (first at generate[0])",
+      ],
+      [
+        ['generate:', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}', '  - {availabilitySets: 1, vmsPerSet: 1, hosts: 2}'],
+        "fleet.yaml:3:5: generate[1]: tenant 'as0' is declared twice (first at generate[0])",
+      ],
+      [
+        ['scaleSets:', '  - {name: ss, placementGroups: 2}', 'tenants:', '  - {name: ss-pg1, kind: scaleSet}', 'vms: [{name: a}]'],
+        "fleet.yaml:4:12: tenants[0].name: tenant 'ss-pg1' is declared twice (first at scaleSets[0])",
+      ],
+    ];
+    for (const [text, message] of cases) refuses(text, message);
   });
 
   it('needs a VM from some section', () => {

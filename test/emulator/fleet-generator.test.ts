@@ -9,7 +9,7 @@ import {
   generateAvailabilitySets,
   generateScaleSet,
   scaleSetTenants,
-} from '../../src/emulator/fleet-generator.js';
+} from '../../src/emulator/fleet/generator.js';
 import { placement } from '../support/fleet.js';
 
 let ids = 0;
@@ -124,36 +124,15 @@ describe('generateAvailabilitySets', () => {
   });
 
   it('rejects fewer hosts than fault domains, and bad numbers, naming the option', () => {
-    assertGeneratorError(
-      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 1 }),
-      ['hosts'],
-      'must be at least the fault domain count (2), got 1',
-    );
-    assertGeneratorError(
-      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 2, faultDomainCount: 3 }),
-      ['hosts'],
-      'must be at least the fault domain count (3), got 2',
-    );
-    assertGeneratorError(
-      () => generateAvailabilitySets({ sets: 0, vmsPerSet: 1, hosts: 2 }),
-      ['sets'],
-      'must be a positive integer, got 0',
-    );
-    assertGeneratorError(
-      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1.5, hosts: 2 }),
-      ['vmsPerSet'],
-      'must be a positive integer, got 1.5',
-    );
-    assertGeneratorError(
-      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 4, faultDomainCount: 4 }),
-      ['faultDomainCount'],
-      'must be an integer from 1 to 3, got 4',
-    );
-    assertGeneratorError(
-      () => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 2, updateDomainCount: 21 }),
-      ['updateDomainCount'],
-      'must be an integer from 1 to 20, got 21',
-    );
+    const cases: [Parameters<typeof generateAvailabilitySets>[0], string, string][] = [
+      [{ sets: 1, vmsPerSet: 1, hosts: 1 }, 'hosts', 'must be at least the fault domain count (2), got 1'],
+      [{ sets: 1, vmsPerSet: 1, hosts: 2, faultDomainCount: 3 }, 'hosts', 'must be at least the fault domain count (3), got 2'],
+      [{ sets: 0, vmsPerSet: 1, hosts: 2 }, 'sets', 'must be a positive integer, got 0'],
+      [{ sets: 1, vmsPerSet: 1.5, hosts: 2 }, 'vmsPerSet', 'must be a positive integer, got 1.5'],
+      [{ sets: 1, vmsPerSet: 1, hosts: 4, faultDomainCount: 4 }, 'faultDomainCount', 'must be an integer from 1 to 3, got 4'],
+      [{ sets: 1, vmsPerSet: 1, hosts: 2, updateDomainCount: 21 }, 'updateDomainCount', 'must be an integer from 1 to 20, got 21'],
+    ];
+    for (const [options, option, problem] of cases) assertGeneratorError(() => generateAvailabilitySets(options), [option], problem);
     assertGeneratorError(() => generateAvailabilitySets({ sets: 2_000, vmsPerSet: 1_000, hosts: 2 }), ['vmsPerSet'], /at most 1000000/);
     assert.throws(() => generateAvailabilitySets({ sets: 1, vmsPerSet: 1, hosts: 1 }), {
       message: 'hosts: must be at least the fault domain count (2), got 1',

@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { EngineEvent, EngineSnapshot } from '../../src/emulator/engine/engine.js';
-import { loadStateFile } from '../../src/emulator/state-file.js';
-import { cliCommand, repo } from '../support/cli.js';
+import { loadStateFile } from '../../src/emulator/state/file.js';
+import { cliCommand, emulatorArgs, repo } from '../support/cli.js';
 import { caller, type Call } from '../support/control.js';
 import { tempDir } from '../support/temp.js';
 
@@ -25,20 +25,7 @@ type Ack =
   | { kind: 'cancel' | 'complete'; event: string };
 
 async function startCli(statePath: string): Promise<{ child: ChildProcess; control: Call }> {
-  const args = [
-    'emulator',
-    '--state',
-    statePath,
-    '--clock',
-    'manual',
-    '--imds',
-    '127.0.0.1:0',
-    '--control',
-    '127.0.0.1:0',
-    '--log-level',
-    'warn',
-    ...HISTORY,
-  ];
+  const args = [...emulatorArgs({ state: statePath, logLevel: 'warn' }), ...HISTORY];
   const [cmd, argv] = OTHER_ROOT ? [process.execPath, ['--import', 'tsx', join(OTHER_ROOT, 'src/cli/main.ts'), ...args]] : cliCommand(args);
   const child = spawn(cmd, argv, { cwd: OTHER_ROOT ?? repo, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

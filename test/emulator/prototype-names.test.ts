@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { parseFleet } from '../../src/emulator/fleet-file.js';
+import { parseFleet } from '../../src/emulator/fleet/file.js';
 import { parseScenario } from '../../src/emulator/scenarios/load.js';
 import { caller } from '../support/control.js';
 import { tempDir } from '../support/temp.js';

@@ -4,7 +4,7 @@ import { after, describe, it } from 'node:test';
 import { parseEmulatorOptions } from '../../src/cli/emulator.js';
 import { UsageError } from '../../src/cli/errors.js';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { MAX_FLEET_VMS, countFleetVms } from '../../src/emulator/fleet-file.js';
+import { MAX_FLEET_VMS, countFleetVms } from '../../src/emulator/fleet/file.js';
 import { caller } from '../support/control.js';
 
 async function start(maxRequestVms?: number) {

@@ -7,7 +7,7 @@ import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { StateFileWriter, StateSaveError, loadStateFile } from '../../src/emulator/state-file.js';
+import { StateFileWriter, StateSaveError, loadStateFile } from '../../src/emulator/state/file.js';
 import { caller } from '../support/control.js';
 import { tempDir } from '../support/temp.js';
 

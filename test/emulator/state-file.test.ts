@@ -6,7 +6,7 @@ import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { StateFileError, StateFileWriter, loadStateFile, writeStateFileSync } from '../../src/emulator/state-file.js';
+import { StateFileError, StateFileWriter, loadStateFile, writeStateFileSync } from '../../src/emulator/state/file.js';
 import { tempDir } from '../support/temp.js';
 
 const root = tempDir('state');

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/shared/clock.js';
 import { Engine, type EngineSnapshot } from '../../src/emulator/engine/engine.js';
 import { Emulator } from '../../src/emulator/emulator.js';
-import { StateFileError, StateFileWriter, loadStateFile, readStateFile } from '../../src/emulator/state-file.js';
+import { StateFileError, StateFileWriter, loadStateFile, readStateFile } from '../../src/emulator/state/file.js';
 import { tempDir } from '../support/temp.js';
 
 const root = tempDir('state-log');

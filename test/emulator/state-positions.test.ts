@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
-import { StateFileError, StateFileWriter, loadStateFile } from '../../src/emulator/state-file.js';
+import { StateFileError, StateFileWriter, loadStateFile } from '../../src/emulator/state/file.js';
 import { tempDir } from '../support/temp.js';
 
 const root = tempDir('state-positions');

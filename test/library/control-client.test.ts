@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { ControlApiError, ControlClient, ControlConnectionError } from '../../src/control/index.js';
 import { startEmulator } from '../../src/emulator/index.js';
+import { runTimeCode } from '../support/bundle.js';
 
 const TOKEN = 'sekret-token-1';
 
@@ -94,19 +94,8 @@ test('a bad base URL, token or timeout is a TypeError naming it', () => {
 
 test('forewarn/control loads neither zod nor the emulator at run time: its compiled imports are its own files', async () => {
   const entry = fileURLToPath(new URL('../../src/control/index.ts', import.meta.url));
-  const result = await build({
-    entryPoints: [entry],
-    bundle: true,
-    write: false,
-    metafile: true,
-    platform: 'node',
-    format: 'esm',
-    packages: 'external',
-    logLevel: 'silent',
-  });
-  const inputs = Object.keys(result.metafile.inputs).sort();
-  assert.deepEqual(inputs, ['src/control/client.ts', 'src/control/errors.ts', 'src/control/index.ts']);
-  const output = Object.values(result.metafile.outputs)[0]!;
-  assert.deepEqual(output.imports, [], 'no import of any package or node: module is left');
-  assert.doesNotMatch(result.outputFiles[0]!.text, /zod/);
+  const code = await runTimeCode(entry, 'node');
+  assert.deepEqual(code.inputs, ['src/control/client.ts', 'src/control/errors.ts', 'src/control/index.ts']);
+  assert.deepEqual(code.imports, [], 'no import of any package or node: module is left');
+  assert.doesNotMatch(code.text, /zod/);
 });

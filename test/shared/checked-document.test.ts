@@ -16,7 +16,7 @@ import {
   moreProblems,
   readDocumentFile,
 } from '../../src/shared/checked-document.js';
-import { FleetFileError, parseFleet } from '../../src/emulator/fleet-file.js';
+import { FleetFileError, parseFleet } from '../../src/emulator/fleet/file.js';
 import { ScenarioError, parseScenario } from '../../src/emulator/scenarios/load.js';
 import { AgentConfigError, parseAgentConfig } from '../../src/agent/config.js';
 import { StateFileError, loadStateFile } from '../../src/emulator/state/log-file.js';

@@ -20,6 +20,25 @@ export function cliCommand(args: readonly string[]): [string, string[]] {
   return [process.execPath, [...(built ? [built] : ['--import', 'tsx', join(repo, 'src', 'cli', 'main.ts')]), ...args]];
 }
 
+export interface EmulatorArgs {
+  /** Loopback ports; 0 (the default) picks free ones. */
+  ports?: { imds: number; control: number };
+  /** --state FILE */
+  state?: string;
+  rateLimit?: number;
+  logLevel?: 'silent' | 'warn' | 'info';
+}
+
+/** `forewarn emulator` on loopback with a manual clock, and the options given. */
+export function emulatorArgs(options: EmulatorArgs = {}): string[] {
+  const { imds, control } = options.ports ?? { imds: 0, control: 0 };
+  const args = ['emulator', '--imds', `127.0.0.1:${imds}`, '--control', `127.0.0.1:${control}`, '--clock', 'manual'];
+  if (options.state !== undefined) args.push('--state', options.state);
+  if (options.rateLimit !== undefined) args.push('--rate-limit', String(options.rateLimit));
+  if (options.logLevel !== undefined) args.push('--log-level', options.logLevel);
+  return args;
+}
+
 /** What the CLI reads from the environment: a test's process starts without this run's values. */
 const CLI_ENV = ['FOREWARN_ENDPOINT', 'FOREWARN_CONTROL', 'FOREWARN_TOKEN'];
 

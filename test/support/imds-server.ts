@@ -5,8 +5,8 @@ import type { ActivationOptions } from '../../src/emulator/engine/activation.js'
 import { ManualClock } from '../../src/shared/clock.js';
 import { Engine } from '../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../src/emulator/engine/fleet.js';
-import { FaultRegistry } from '../../src/emulator/faults.js';
-import { RateLimiter } from '../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../src/emulator/imds/rate-limit.js';
 import type { ImdsContext } from '../../src/emulator/context.js';
 import { buildImdsServer } from '../../src/emulator/imds/server.js';
 import { ImdsTestClient } from './imds-client.js';

@@ -9,8 +9,8 @@ import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Emulator } from '../../../src/emulator/emulator.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { ManualClock } from '../../../src/shared/clock.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 
 const TOKEN = 's3cret-token';
 

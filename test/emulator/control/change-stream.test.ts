@@ -9,8 +9,8 @@ import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { caller, type Call } from '../../support/control.js';
 import { openSse, type SseMessage, type SseReader } from '../../support/sse.js';
 

@@ -13,8 +13,8 @@ import { FleetResponse, History, ScenarioList } from '../../../src/emulator/cont
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { caller, type Call } from '../../support/control.js';
 import { openSse } from '../../support/sse.js';
 

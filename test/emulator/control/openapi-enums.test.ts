@@ -27,8 +27,8 @@ import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine, OPERATION_STATUSES } from '../../../src/emulator/engine/engine.js';
 import { EVICTION_POLICIES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from '../../../src/emulator/engine/fleet.js';
 import { VM_STATES } from '../../../src/emulator/engine/vm-state.js';
-import { FAULT_STATUSES, FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FAULT_STATUSES, FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { ACTIONS } from '../../../src/emulator/scenarios/format.js';
 
 type Json = Record<string, unknown>;

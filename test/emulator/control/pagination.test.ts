@@ -13,8 +13,8 @@ import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../../src/emulator/engine/paging.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { caller, type Call } from '../../support/control.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');

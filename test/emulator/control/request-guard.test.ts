@@ -13,8 +13,8 @@ import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Emulator } from '../../../src/emulator/emulator.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { isLoopbackName, normalizeAllowedHost } from '../../../src/emulator/control/request-guard.js';
 import { CHROMIUM, chromiumUnavailable } from '../../support/browser.js';
 

@@ -6,8 +6,8 @@ import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { renderDocument, serializeDocument } from '../../../src/protocol/render.js';
 import { caller, type Answer, type Call } from '../../support/control.js';
 

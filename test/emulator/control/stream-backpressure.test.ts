@@ -17,8 +17,8 @@ import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { StreamHub } from '../../../src/emulator/control/stream.js';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { countChangeListeners, openSse, type SseMessage, type SseReader } from '../../support/sse.js';
 
 const T0 = Date.parse('2024-01-01T00:00:00.000Z');

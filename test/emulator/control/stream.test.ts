@@ -6,8 +6,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { ManualClock } from '../../../src/shared/clock.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { renderDocument } from '../../../src/protocol/render.js';
 import { countChangeListeners, openSse, type SseMessage, type SseReader } from '../../support/sse.js';
 

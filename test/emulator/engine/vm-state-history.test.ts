@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Engine, EngineSnapshot } from '../../../src/emulator/engine/engine.js';
 import { MAX_PAGE_LIMIT } from '../../../src/emulator/engine/paging.js';
 import { STATE_WHILE_STARTED, VM_STATES } from '../../../src/emulator/engine/vm-state.js';
-import { loadStateFile, writeStateFileSync } from '../../../src/emulator/state-file.js';
+import { loadStateFile, writeStateFileSync } from '../../../src/emulator/state/file.js';
 import { MINUTE, SECOND, T0, makeEngine } from './fixtures.js';
 
 type Made = ReturnType<typeof makeEngine>;

@@ -9,12 +9,12 @@ import { ManualClock, SystemClock } from '../../../src/shared/clock.js';
 import { Engine, type EngineOptions } from '../../../src/emulator/engine/engine.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
 import { DocumentCache } from '../../../src/emulator/imds/document-cache.js';
 import { eventsFastPath } from '../../../src/emulator/imds/fast-path.js';
 import { Identifier } from '../../../src/emulator/imds/identity.js';
 import { buildImdsServer } from '../../../src/emulator/imds/server.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { rawHttp } from '../../support/imds-client.js';
 import { T0 } from '../../support/imds-server.js';
 

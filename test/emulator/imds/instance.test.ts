@@ -16,8 +16,8 @@ import { METADATA_HEADER_MISSING, NOT_FOUND, PROXY_REJECTED, TOO_MANY_REQUESTS }
 import { FORMAT_INVALID, LEAF_NEEDS_TEXT, TEXT_NEEDS_LEAF } from '../../../src/protocol/instance-metadata.js';
 import { API_VERSION_INVALID, API_VERSION_MISSING, INSTANCE_API_VERSIONS } from '../../../src/protocol/versions.js';
 import { Fleet, vmToSpec } from '../../../src/emulator/engine/fleet.js';
-import { loadFleetFile, parseFleet } from '../../../src/emulator/fleet-file.js';
-import { VmSpecSchema } from '../../../src/emulator/vm-spec.js';
+import { loadFleetFile, parseFleet } from '../../../src/emulator/fleet/file.js';
+import { VmSpecSchema } from '../../../src/emulator/fleet/vm-spec.js';
 import { startImds, type ImdsHarness } from '../../support/imds-server.js';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { caller } from '../../support/control.js';

@@ -6,8 +6,8 @@ import { buildControlServer } from '../../../src/emulator/control/server.js';
 import { ManualClock, SystemClock, type Clock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
-import { RateLimiter } from '../../../src/emulator/rate-limit.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
+import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 
 const T0 = Date.UTC(2026, 0, 5, 10, 0, 0);
 

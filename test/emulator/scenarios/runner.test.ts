@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
 import { Timing } from '../../../src/emulator/engine/timing.js';
-import { FaultRegistry } from '../../../src/emulator/faults.js';
+import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
 import { parseScenario } from '../../../src/emulator/scenarios/load.js';
 import { runScenario } from '../../../src/emulator/scenarios/runner.js';
 import { startingWith } from '../../support/scenarios.js';
