@@ -7,7 +7,7 @@ import { monotonicMs } from '../shared/clock.js';
 import { ENV_REF } from './config.js';
 import { execEnvironment } from './exec-env.js';
 import { GATE_SCRIPT, GROUP_GUARD, processStartTime, programProblem, signalGroup } from './process-group.js';
-import type { Action, ActionContext, ActionResult, ExecAction, HttpAction, LogAction } from './types.js';
+import type { Action, ActionContext, ActionResult, EventFields, ExecAction, HttpAction, LogAction } from './types.js';
 
 /** How much of a program's output, or a response body, is kept for the error message. */
 export const OUTPUT_TAIL_BYTES = 4096;
@@ -15,15 +15,8 @@ export const OUTPUT_TAIL_BYTES = 4096;
 export const KILL_GRACE_MS = 5000;
 
 /** What an action is told about the event: stdin JSON for exec, the default body for http. */
-export interface EventPayload {
+export interface EventPayload extends EventFields {
   eventId: string;
-  type: string;
-  status: string;
-  source: string | null;
-  resources: string[];
-  notBefore: string | null;
-  description: string;
-  durationInSeconds: number;
   vmName: string;
   phase: string;
   idempotencyKey: string;

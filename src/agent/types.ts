@@ -115,20 +115,23 @@ export interface ActionRecord {
 }
 
 /** What the journal keeps per EventId, so a restart neither loses nor repeats work. */
+/** What the agent keeps and tells of an event, apart from its id. */
+export interface EventFields {
+  type: string;
+  status: string;
+  source: string | null;
+  resources: string[];
+  notBefore: string | null;
+  description: string;
+  durationInSeconds: number;
+}
+
 export interface JournalEntry {
   eventId: string;
   firstSeenAt: string;
   rule: string | null;
   /** The event as last seen. */
-  event: {
-    type: string;
-    status: string;
-    source: string | null;
-    resources: string[];
-    notBefore: string | null;
-    description: string;
-    durationInSeconds: number;
-  };
+  event: EventFields;
   /** Keyed `${phase}:${index}` (e.g. `prepare:0`). */
   actions: Record<string, ActionRecord>;
   approval: { sentAt: string; as: 'leader' | 'standby' | 'any' } | null;

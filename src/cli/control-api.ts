@@ -2,6 +2,7 @@
 // connection problems and the API's {"error"} answers.
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { controlErrorOf } from '../protocol/control.js';
+import { readJsonBody } from '../control/client.js';
 import { CliError, UsageError } from './errors.js';
 
 export interface ControlCall {
@@ -33,13 +34,7 @@ export async function callControl(call: ControlCall, fetchImpl: typeof fetch = f
   } catch (err) {
     throw new CliError(connectionProblem(err, call.controlUrl, call.timeoutMs));
   }
-  const text = await response.text();
-  let data: unknown;
-  try {
-    data = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    data = undefined;
-  }
+  const { text, data } = await readJsonBody(response);
   if (!response.ok) {
     const why = `the control API refused: ${response.status} ${controlErrorOf(data)?.error ?? (response.statusText || text)}`;
     throw call.usageStatuses?.includes(response.status) ? new UsageError(why) : new CliError(why);

@@ -167,13 +167,7 @@ export class ControlClient {
     } catch (err) {
       throw new ControlConnectionError(connectionProblem(err, this.baseUrl, this.#timeoutMs), url, { cause: err });
     }
-    const text = await response.text();
-    let data: unknown;
-    try {
-      data = text === '' ? undefined : JSON.parse(text);
-    } catch {
-      data = undefined;
-    }
+    const { text, data } = await readJsonBody(response);
     if (response.status < 200 || response.status > 299) {
       const refusal = data as Partial<Record<keyof ControlErrorBody, unknown>> | undefined;
       const message = typeof refusal?.error === 'string' ? refusal.error : text.slice(0, 200) || response.statusText;
@@ -216,4 +210,14 @@ function connectionProblem(err: unknown, baseUrl: string, timeoutMs: number): st
   const code = e.cause?.code;
   if (code === 'ECONNREFUSED') return `cannot reach the control API at ${baseUrl}: connection refused (is the emulator running?)`;
   return `cannot reach the control API at ${baseUrl}: ${e.cause?.message ?? e.message}`;
+}
+
+/** A control API answer's text and its JSON, or undefined when it is empty or not JSON (a proxy's error page). */
+export async function readJsonBody(response: Response): Promise<{ text: string; data: unknown }> {
+  const text = await response.text();
+  try {
+    return { text, data: text === '' ? undefined : JSON.parse(text) };
+  } catch {
+    return { text, data: undefined };
+  }
 }
