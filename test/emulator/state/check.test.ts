@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { EngineSnapshot } from '../../src/emulator/engine/engine.js';
-import { MAX_SAVED_AT_MS, checkSnapshot } from '../../src/emulator/state/check.js';
-import { FLEET, MINUTE, makeEngine } from './engine/fixtures.js';
+import type { EngineSnapshot } from '../../../src/emulator/engine/engine.js';
+import { MAX_SAVED_AT_MS, checkSnapshot } from '../../../src/emulator/state/check.js';
+import { FLEET, MINUTE, makeEngine } from '../engine/fixtures.js';
 
 /** A snapshot with live, ended and cancelled events, a rolling update, a delete and a removed VM. */
 function richSnapshot(): EngineSnapshot {

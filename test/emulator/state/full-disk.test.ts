@@ -3,11 +3,11 @@
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { ManualClock } from '../../src/shared/clock.js';
-import { Emulator } from '../../src/emulator/emulator.js';
-import { loadStateFile } from '../../src/emulator/state/file.js';
-import { caller } from '../support/control.js';
-import { tmpfsMounts } from '../support/tmpfs.js';
+import { ManualClock } from '../../../src/shared/clock.js';
+import { Emulator } from '../../../src/emulator/emulator.js';
+import { loadStateFile } from '../../../src/emulator/state/file.js';
+import { caller } from '../../support/control.js';
+import { tmpfsMounts } from '../../support/tmpfs.js';
 
 const mount = tmpfsMounts();
 

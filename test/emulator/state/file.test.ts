@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { constants, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { nodeFileOps, type FileOps } from '../../src/shared/atomic-file.js';
-import { ManualClock } from '../../src/shared/clock.js';
-import { Engine } from '../../src/emulator/engine/engine.js';
-import { Emulator } from '../../src/emulator/emulator.js';
-import { StateFileError, StateFileWriter, loadStateFile, writeStateFileSync } from '../../src/emulator/state/file.js';
-import { tempDir } from '../support/temp.js';
+import { nodeFileOps, type FileOps } from '../../../src/shared/atomic-file.js';
+import { ManualClock } from '../../../src/shared/clock.js';
+import { Engine } from '../../../src/emulator/engine/engine.js';
+import { Emulator } from '../../../src/emulator/emulator.js';
+import { StateFileError, StateFileWriter, loadStateFile, writeStateFileSync } from '../../../src/emulator/state/file.js';
+import { tempDir } from '../../support/temp.js';
 
 const root = tempDir('state');
 const freshDir = () => mkdtempSync(join(root, 'case-'));

@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ManualClock } from '../../src/shared/clock.js';
-import { Engine, type EngineSnapshot } from '../../src/emulator/engine/engine.js';
-import { EngineError } from '../../src/emulator/engine/errors.js';
-import type { VmSpec } from '../../src/emulator/engine/fleet.js';
-import { StateFileWriter, readStateFile } from '../../src/emulator/state/file.js';
-import { tempDir } from '../support/temp.js';
+import { ManualClock } from '../../../src/shared/clock.js';
+import { Engine, type EngineSnapshot } from '../../../src/emulator/engine/engine.js';
+import { EngineError } from '../../../src/emulator/engine/errors.js';
+import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
+import { StateFileWriter, readStateFile } from '../../../src/emulator/state/file.js';
+import { tempDir } from '../../support/temp.js';
 
 const root = tempDir('delta');
 

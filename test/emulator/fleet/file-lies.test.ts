@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { run } from '../../src/cli/program.js';
-import { FleetFileError, MAX_FILE_FLEET_VMS, parseFleet } from '../../src/emulator/fleet/file.js';
-import { ScenarioError, parseScenario } from '../../src/emulator/scenarios/load.js';
-import { assertNoStack, captureIo } from '../support/cli.js';
-import { tempDir } from '../support/temp.js';
+import { run } from '../../../src/cli/program.js';
+import { FleetFileError, MAX_FILE_FLEET_VMS, parseFleet } from '../../../src/emulator/fleet/file.js';
+import { ScenarioError, parseScenario } from '../../../src/emulator/scenarios/load.js';
+import { assertNoStack, captureIo } from '../../support/cli.js';
+import { tempDir } from '../../support/temp.js';
 
 const dir = tempDir('lies');
 

@@ -3,12 +3,12 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { ManualClock } from '../../src/shared/clock.js';
-import { Engine } from '../../src/emulator/engine/engine.js';
-import type { VmSpec } from '../../src/emulator/engine/fleet.js';
-import { FleetFileError, loadFleetFile, parseFleet } from '../../src/emulator/fleet/file.js';
-import { tempDir } from '../support/temp.js';
-import { placement } from '../support/fleet.js';
+import { ManualClock } from '../../../src/shared/clock.js';
+import { Engine } from '../../../src/emulator/engine/engine.js';
+import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
+import { FleetFileError, loadFleetFile, parseFleet } from '../../../src/emulator/fleet/file.js';
+import { tempDir } from '../../support/temp.js';
+import { placement } from '../../support/fleet.js';
 
 const dir = tempDir('fleet');
 
@@ -197,7 +197,7 @@ describe('loadFleetFile', () => {
   });
 
   it('loads examples/fleet.yaml into an engine', () => {
-    const specs = loadFleetFile(new URL('../../examples/fleet.yaml', import.meta.url).pathname);
+    const specs = loadFleetFile(new URL('../../../examples/fleet.yaml', import.meta.url).pathname);
     const engine = new Engine({ clock: new ManualClock(0), fleet: specs });
     const web = engine.fleet.tenants.get('web')!;
     assert.equal(web.kind, 'availabilitySet');
@@ -561,7 +561,7 @@ describe('names across sections', () => {
 });
 
 describe('examples/', () => {
-  const examples = fileURLToPath(new URL('../../examples/', import.meta.url));
+  const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));
   const load = (name: string) => engineOf(loadFleetFile(join(examples, name)));
 
   it('every example fleet loads into an engine', () => {
@@ -619,7 +619,7 @@ describe('fleets in the docs', () => {
   const yamlBlocks = (text: string) => [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]!);
 
   it('the README’s fleet example loads', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('## Fleet files'), readme.indexOf('## State across restarts'));
     const [block] = yamlBlocks(section);
     assert.ok(block !== undefined);
@@ -627,10 +627,44 @@ describe('fleets in the docs', () => {
   });
 
   it('the complete fleets in docs/fleet-files.md load', () => {
-    const docs = readFileSync(new URL('../../docs/fleet-files.md', import.meta.url), 'utf8');
+    const docs = readFileSync(new URL('../../../docs/fleet-files.md', import.meta.url), 'utf8');
     // Blocks that show one section alone (tenants:, hosts:) are fragments.
     const fleets = yamlBlocks(docs).filter((b) => /^(scaleSets|generate):/.test(b));
     assert.equal(fleets.length, 2);
     for (const block of fleets) assert.ok(engineOf(parseFleet(block, 'docs.yaml')).fleet.size > 0);
+  });
+});
+
+describe('Spot eviction policy and power state', () => {
+  it('a Spot scale set gives its instances its evictionPolicy; a VM may start deallocated', () => {
+    const specs = parseFleet(
+      [
+        'scaleSets:',
+        '  - { name: spot, instances: 2, priority: Spot, evictionPolicy: Delete }',
+        'vms:',
+        '  - { name: lone, priority: Spot, powerState: deallocated }',
+      ].join('\n'),
+      'fleet.yaml',
+    );
+    const engine = engineOf(specs);
+    assert.deepEqual(
+      [...engine.fleet.vms.values()].map((vm) => [vm.name, vm.evictionPolicy, vm.powerState]),
+      [
+        ['spot_0', 'Delete', 'running'],
+        ['spot_1', 'Delete', 'running'],
+        ['lone', 'Deallocate', 'deallocated'],
+      ],
+    );
+  });
+
+  it('a Regular VM with an eviction policy or deallocated is refused at its place', () => {
+    assert.throws(
+      () => parseFleet('vms:\n  - { name: reg, evictionPolicy: Delete }', 'fleet.yaml'),
+      /^FleetFileError: fleet\.yaml:2:\d+: vms\[0\]\.evictionPolicy: VM 'reg': evictionPolicy applies only to Spot VMs/,
+    );
+    assert.throws(
+      () => parseFleet('vms:\n  - { name: reg, powerState: deallocated }', 'fleet.yaml'),
+      /fleet\.yaml:2:\d+: vms\[0\]\.powerState: .*only to Spot VMs/,
+    );
   });
 });

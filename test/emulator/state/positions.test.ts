@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ManualClock } from '../../src/shared/clock.js';
-import { Engine } from '../../src/emulator/engine/engine.js';
-import { StateFileError, StateFileWriter, loadStateFile } from '../../src/emulator/state/file.js';
-import { tempDir } from '../support/temp.js';
+import { ManualClock } from '../../../src/shared/clock.js';
+import { Engine } from '../../../src/emulator/engine/engine.js';
+import { StateFileError, StateFileWriter, loadStateFile } from '../../../src/emulator/state/file.js';
+import { tempDir } from '../../support/temp.js';
 
 const root = tempDir('state-positions');
 const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');

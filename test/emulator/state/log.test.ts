@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { ManualClock } from '../../src/shared/clock.js';
-import { Engine, type EngineSnapshot } from '../../src/emulator/engine/engine.js';
-import { Emulator } from '../../src/emulator/emulator.js';
-import { StateFileError, StateFileWriter, loadStateFile, readStateFile } from '../../src/emulator/state/file.js';
-import { tempDir } from '../support/temp.js';
+import { ManualClock } from '../../../src/shared/clock.js';
+import { Engine, type EngineSnapshot } from '../../../src/emulator/engine/engine.js';
+import { Emulator } from '../../../src/emulator/emulator.js';
+import { StateFileError, StateFileWriter, loadStateFile, readStateFile } from '../../../src/emulator/state/file.js';
+import { tempDir } from '../../support/temp.js';
 
 const root = tempDir('state-log');
 const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { Fleet, type VmSpec } from '../../src/emulator/engine/fleet.js';
+import { Fleet, type VmSpec } from '../../../src/emulator/engine/fleet.js';
 import {
   AVAILABILITY_SET_DEFAULTS,
   FleetGeneratorError,
@@ -9,8 +9,8 @@ import {
   generateAvailabilitySets,
   generateScaleSet,
   scaleSetTenants,
-} from '../../src/emulator/fleet/generator.js';
-import { placement } from '../support/fleet.js';
+} from '../../../src/emulator/fleet/generator.js';
+import { placement } from '../../support/fleet.js';
 
 let ids = 0;
 const newFleet = () => new Fleet(() => `id-${ids++}`);
