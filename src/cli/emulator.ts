@@ -352,11 +352,27 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     )
     .action(async (flags: RawEmulatorFlags) => {
       const options = parseEmulatorOptions(flags, io.env);
-      const { emulator } = await startEmulator(options, io);
+      // The handlers go in before the ready line is printed: a supervisor may signal the moment it
+      // reads it, and a signal with no handler yet would kill the process without a clean stop.
+      let signalled: NodeJS.Signals | null = null;
+      let onSignal: (signal: NodeJS.Signals) => void = (signal) => {
+        signalled = signal;
+      };
+      const handler = (signal: NodeJS.Signals) => onSignal(signal);
+      process.on('SIGINT', handler);
+      process.on('SIGTERM', handler);
+      let emulator: Awaited<ReturnType<typeof startEmulator>>['emulator'];
+      try {
+        ({ emulator } = await startEmulator(options, io));
+      } catch (err) {
+        process.off('SIGINT', handler);
+        process.off('SIGTERM', handler);
+        throw err;
+      }
       await new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
+          process.off('SIGINT', handler);
+          process.off('SIGTERM', handler);
           io.stderr(`forewarn: ${signal}: stopping\n`);
           const grace = setTimeout(() => {
             io.stderr('forewarn: connections still open; exiting anyway\n');
@@ -374,8 +390,9 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
             },
           );
         };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
+        onSignal = stop;
+        // A signal that came while starting is acted on now.
+        if (signalled !== null) stop(signalled);
       });
     });
 }
