@@ -1,7 +1,7 @@
 // Servers for bench/imds-throughput, each run in a process of its own (wrk runs in another).
 //   forewarn-1     the emulator's IMDS surface with one VM
 //   forewarn-10k   the same with 10,000 VMs, addressed by /vms/NAME/ prefix
-//   bare BODY_FILE a bare node:http server answering the same bytes to every request
+//   bare BODIES    a bare node:http server answering each path with the bytes forewarn answers for it
 import { createServer } from 'node:http';
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -39,16 +39,26 @@ async function forewarn(count: number) {
   return (app.server.address() as AddressInfo).port;
 }
 
-async function bare(bodyFile: string) {
-  const { body, etag } = JSON.parse(readFileSync(bodyFile, 'utf8')) as { body: string; etag: string };
-  const bytes = Buffer.from(body);
-  const server = createServer((_req, res) => {
-    res.writeHead(200, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': bytes.length,
-      etag,
-    });
-    res.end(bytes);
+async function bare(bodiesFile: string) {
+  // Path (as requested) -> the bytes and ETag forewarn answers for it.
+  const bodies = JSON.parse(readFileSync(bodiesFile, 'utf8')) as Record<string, { body: string; etag: string }>;
+  const answers = new Map(
+    Object.entries(bodies).map(([path, { body, etag }]) => {
+      const bytes = Buffer.from(body);
+      return [
+        path,
+        { bytes, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes.length, etag } },
+      ] as const;
+    }),
+  );
+  const server = createServer((req, res) => {
+    const answer = answers.get(req.url!);
+    if (answer === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, answer.headers);
+    res.end(answer.bytes);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return (server.address() as AddressInfo).port;

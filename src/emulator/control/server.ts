@@ -3,7 +3,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { etagOf, ifNoneMatchHits } from '../../protocol/etag.js';
-import { documentBody } from '../imds/document-cache.js';
+import { documentBody } from '../imds/answers.js';
 import { parseEventTime } from '../../protocol/time.js';
 import { checkApiVersion, LATEST_API_VERSION } from '../../protocol/versions.js';
 import { isOneOf } from '../../protocol/control.js';

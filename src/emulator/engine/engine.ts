@@ -669,6 +669,7 @@ export class Engine {
 
   /** Replaces all state with a snapshot, then applies whatever fell due while it was saved. */
   restore(snapshot: EngineSnapshot): void {
+    const before = [...this.fleet.vms.keys()];
     this.#clearState();
     this.#incarnations.clear();
     this.#initialFleet = structuredClone(snapshot.initialFleet);
@@ -718,6 +719,9 @@ export class Engine {
     this.#touched.clear();
     this.#mutated = true;
     this.#commit();
+    // No incarnation moved, but any VM's document may differ from what a listener holds: report all.
+    const reported = [...new Set([...before, ...this.fleet.vms.keys()])];
+    if (reported.length > 0) for (const listener of this.#listeners) listener(reported);
     this.tick();
   }
 

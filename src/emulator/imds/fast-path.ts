@@ -8,8 +8,7 @@ import { ifNoneMatchHits } from '../../protocol/etag.js';
 import { featuresOf, isApiVersion, type ApiVersion } from '../../protocol/versions.js';
 import type { ImdsContext } from '../context.js';
 import { EngineError } from '../engine/errors.js';
-import type { DocumentCache } from './document-cache.js';
-import type { Identifier } from './identity.js';
+import type { Caller, Callers } from './callers.js';
 import { activationHoldMs, holdUntil, isMetadataTrue } from './request-rules.js';
 import { ERROR_BODIES, writeEngineError, writeJson } from './responses.js';
 
@@ -21,18 +20,17 @@ const PREFIX = '/vms/';
 const QUERY = '?api-version=';
 
 export interface FastPathOptions {
-  documents: DocumentCache;
-  identifier: Identifier;
+  callers: Callers;
   /** Where an unexpected error is reported before the 500 answer. */
   logError: (error: unknown) => void;
 }
 
-export function eventsFastPath(ctx: ImdsContext, { documents, identifier, logError }: FastPathOptions): FastPath {
+export function eventsFastPath(ctx: ImdsContext, { callers, logError }: FastPathOptions): FastPath {
   const { engine, faults, rateLimiter } = ctx;
 
-  function answer(res: ServerResponse, vm: string, version: ApiVersion, ifNoneMatch: string | undefined): void {
+  function answer(res: ServerResponse, caller: Caller, version: ApiVersion, ifNoneMatch: string | undefined): void {
     try {
-      const doc = documents.get(vm, version);
+      const doc = callers.answer(caller, version);
       if (ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, doc.incarnation)) {
         res.writeHead(304, doc.notModifiedHeaders);
         res.end();
@@ -89,25 +87,26 @@ export function eventsFastPath(ctx: ImdsContext, { documents, identifier, logErr
     }
     if (featuresOf(version).metadataHeaderRequired && !isMetadataTrue(metadata)) return false;
 
-    const vm = identifier.vmOf(req.socket.remoteAddress, name);
-    // Faults are injected by the routes alone; nothing has been counted against the VM yet.
-    if (vm === undefined || faults.size > 0) return false;
+    let caller: Caller | undefined;
     try {
-      if (!rateLimiter.allow(vm.name)) {
+      caller = callers.of(req.socket.remoteAddress, name);
+      // Faults are injected by the routes alone; nothing has been counted against the VM yet.
+      if (caller === undefined || faults.size > 0) return false;
+      if (!rateLimiter.take(caller.bucket)) {
         writeJson(res, 429, ERROR_BODIES.tooManyRequests);
         return true;
       }
-      const holdMs = activationHoldMs(engine, vm.name);
+      const holdMs = activationHoldMs(engine, caller.vm.name);
       if (holdMs > 0) {
-        const at = vm.name;
-        holdUntil(engine, engine.now() + holdMs, () => answer(res, at, version, ifNoneMatch));
+        const held = caller;
+        holdUntil(engine, engine.now() + holdMs, () => answer(res, held, version, ifNoneMatch));
         return true;
       }
     } catch (err) {
       fail(res, err);
       return true;
     }
-    answer(res, vm.name, version, ifNoneMatch);
+    answer(res, caller, version, ifNoneMatch);
     return true;
   };
 }

@@ -20,16 +20,19 @@ import { answerInstance, instanceMetadata } from './instance.js';
 import { versionsBody } from '../../protocol/instance-metadata.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 import { ifNoneMatchHits } from '../../protocol/etag.js';
-import { DocumentCache } from './document-cache.js';
+import { Callers, type Caller } from './callers.js';
 import { eventsFastPath, placeBefore } from './fast-path.js';
 import { Identifier, type ImdsPath } from './identity.js';
 import { activationHoldMs, holdUntil, isMetadataTrue } from './request-rules.js';
 import { ERROR_BODIES, FAULT_BODIES, JSON_CONTENT_TYPE, sendEngineError, sendError, sendErrorBody, sendJson } from './responses.js';
+import { pinTickObjectShape } from './tick-shape.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The VM asking, set by the IMDS guard hook. */
     imdsVm: string;
+    /** What IMDS keeps for that VM, set with it. */
+    imdsCaller: Caller | null;
     /** The checked api-version, set by the IMDS guard hook. */
     imdsVersion: string;
   }
@@ -62,8 +65,10 @@ type Query = Record<string, unknown>;
 
 export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {}): FastifyInstance {
   const { engine, faults, rateLimiter } = ctx;
-  const documents = new DocumentCache(engine);
+  // Before any request: keeps every request's nextTick objects off V8's slow path (see tick-shape.ts).
+  pinTickObjectShape();
   const identifier = new Identifier(engine.fleet);
+  const callers = new Callers(engine, identifier, rateLimiter);
 
   const app = fastify({
     logger: (options.logger ?? false) as FastifyServerOptions['logger'],
@@ -83,14 +88,15 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   // GET /metadata/scheduledevents in its plain form skips fastify; the routes below answer the rest.
   if (options.fastPath !== false) {
     const logError = (err: unknown) => app.log.error({ err }, 'IMDS request failed');
-    placeBefore(app.server, eventsFastPath(ctx, { documents, identifier, logError }));
+    placeBefore(app.server, eventsFastPath(ctx, { callers, logError }));
   }
   app.addHook('onClose', (_instance, done) => {
-    documents.close();
+    callers.close();
     done();
   });
 
   app.decorateRequest('imdsVm', '');
+  app.decorateRequest('imdsCaller', null);
   app.decorateRequest('imdsVersion', '');
 
   // Approvals arrive with any content type (curl -d sends a form type): keep the raw bytes.
@@ -115,11 +121,12 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   // Identity, rate limit and faults, shared by both endpoints once the request itself is valid.
   function admit(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction, path: ImdsPath, version: string): void {
     const prefixName = (request.params as { name?: string }).name;
-    const who = identifier.vmOf(request.raw.socket.remoteAddress, prefixName);
-    if (who === undefined) return sendError(reply, 404, identifier.refusal(prefixName, path));
-    const vm = who.name;
-    if (!rateLimiter.allow(vm)) return sendJson(reply, 429, ERROR_BODIES.tooManyRequests);
+    const caller = callers.of(request.raw.socket.remoteAddress, prefixName);
+    if (caller === undefined) return sendError(reply, 404, identifier.refusal(prefixName, path));
+    const vm = caller.vm.name;
+    if (!rateLimiter.take(caller.bucket)) return sendJson(reply, 429, ERROR_BODIES.tooManyRequests);
     request.imdsVm = vm;
+    request.imdsCaller = caller;
     request.imdsVersion = version;
     const fault = faults.take(vm);
     if (fault === undefined) return done();
@@ -179,7 +186,7 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   }
 
   function getEvents(request: FastifyRequest, reply: FastifyReply): void {
-    const doc = documents.get(request.imdsVm, request.imdsVersion as ApiVersion);
+    const doc = callers.answer(request.imdsCaller!, request.imdsVersion as ApiVersion);
     reply.header('etag', doc.etag);
     const ifNoneMatch = request.headers['if-none-match'];
     if (ifNoneMatch !== undefined && ifNoneMatchHits(ifNoneMatch, doc.incarnation)) {

@@ -427,6 +427,21 @@ describe('reset and snapshots', () => {
 });
 
 describe('listeners', () => {
+  test('a restore reports every VM it may have changed, gone ones included, without new incarnations', () => {
+    const a = makeEngine();
+    a.engine.createOperation({ type: 'freeze', vms: ['web0'] });
+    const snap = JSON.parse(JSON.stringify(a.engine.snapshot()));
+    const b = makeEngine();
+    b.engine.addVm({ name: 'extra' });
+    const incarnation = a.engine.incarnationOf('web0');
+    const reported = new Set<string>();
+    b.engine.onChange((vms) => vms.forEach((vm) => reported.add(vm)));
+    b.engine.restore(snap);
+    // Caches keyed by VM (the IMDS answers, the event stream) rely on this to drop what they hold.
+    for (const vm of [...a.engine.fleet.vms.keys(), 'extra']) assert.ok(reported.has(vm), `${vm} reported`);
+    assert.equal(b.engine.incarnationOf('web0'), incarnation, 'the saved incarnation, not a new one');
+  });
+
   test('a listener that changes the schedule mid-tick loses no transition', () => {
     const { engine, advance } = makeEngine();
     engine.createOperation({ type: 'freeze', vms: ['web0'] });

@@ -10,7 +10,7 @@ import { Engine, type EngineOptions } from '../../../src/emulator/engine/engine.
 import { Timing } from '../../../src/emulator/engine/timing.js';
 import type { VmSpec } from '../../../src/emulator/engine/fleet.js';
 import { FaultRegistry } from '../../../src/emulator/imds/faults.js';
-import { DocumentCache } from '../../../src/emulator/imds/document-cache.js';
+import { Callers } from '../../../src/emulator/imds/callers.js';
 import { eventsFastPath } from '../../../src/emulator/imds/fast-path.js';
 import { Identifier } from '../../../src/emulator/imds/identity.js';
 import { buildImdsServer } from '../../../src/emulator/imds/server.js';
@@ -35,11 +35,8 @@ async function fastPathRig(fleet: readonly VmSpec[], rateLimit = 0, engineOption
   const engine = new Engine({ clock: new ManualClock(T0), fleet, ...engineOptions });
   const faults = new FaultRegistry();
   const limiter = new RateLimiter(rateLimit, () => 0);
-  const documents = new DocumentCache(engine);
-  const fast = eventsFastPath(
-    { engine, faults, rateLimiter: limiter },
-    { documents, identifier: new Identifier(engine.fleet), logError: () => {} },
-  );
+  const callers = new Callers(engine, new Identifier(engine.fleet), limiter);
+  const fast = eventsFastPath({ engine, faults, rateLimiter: limiter }, { callers, logError: () => {} });
   const server: Server = createServer((req, res) => {
     if (fast(req, res)) return;
     res.writeHead(HANDED_ON);
@@ -52,7 +49,7 @@ async function fastPathRig(fleet: readonly VmSpec[], rateLimit = 0, engineOption
     limiter,
     port: (server.address() as AddressInfo).port,
     close: () => {
-      documents.close();
+      callers.close();
       return new Promise((resolve) => server.close(() => resolve()));
     },
   };

@@ -238,14 +238,18 @@ describe('IMDS request rules', () => {
 });
 
 describe('IMDS unexpected errors', () => {
+  const boom = () => {
+    throw new Error('boom: secret internals');
+  };
   let h: ImdsHarness;
   before(async () => {
     h = await startImds({
       context: {
+        // Whichever of its methods a request reaches first.
         rateLimiter: {
-          allow() {
-            throw new Error('boom: secret internals');
-          },
+          allow: boom,
+          bucket: boom,
+          take: boom,
         } as unknown as ImdsHarness['rateLimiter'],
       },
     });
