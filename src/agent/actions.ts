@@ -68,6 +68,12 @@ export async function runAction(action: Action, ctx: ActionContext): Promise<Act
       runLog(action, ctx);
       return done(true, 1, null);
     }
+    if (action.type === 'kubernetes') {
+      // It retries inside, against its own deadline: API calls, budget waits and PDB backoff.
+      if (ctx.kubernetes === undefined) return done(false, 0, 'no Kubernetes connection: this agent was started without one');
+      const result = await ctx.kubernetes(action, ctx);
+      return done(result.ok, 1, result.error);
+    }
     const retries = action.retries;
     let last: Attempt = { ok: false, error: 'not run', retry: false };
     let attempts = 0;
@@ -110,6 +116,8 @@ function describe(action: Action): object {
       return { method: action.method, url: action.url, headers: Object.keys(action.headers) };
     case 'log':
       return { level: action.level, message: action.message };
+    case 'kubernetes':
+      return { drain: action.drain, timeoutSeconds: action.timeoutSeconds };
   }
 }
 

@@ -23,7 +23,20 @@ import { AgentMetrics } from './metrics.js';
 import { groupAlive, settleGroup } from './process-group.js';
 import { matchRule } from './rules.js';
 import { startStatusServer, type StatusServer } from './server.js';
-import type { Action, ActionContext, ActionRecord, ActionResult, AgentConfig, JournalEntry, Phase, Rule } from './types.js';
+import type {
+  Action,
+  ActionContext,
+  ActionRecord,
+  ActionResult,
+  AgentConfig,
+  JournalEntry,
+  KubernetesAction,
+  Phase,
+  Rule,
+} from './types.js';
+import { KubeError, type KubeApi } from './kubernetes/api.js';
+import { KubernetesRuntime, type KubernetesStep } from './kubernetes/runtime.js';
+import { NodeIdentityError } from './kubernetes/node.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -42,6 +55,10 @@ export interface AgentOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Called once the status server listens, with its base URL. */
   onListening?: (url: string) => void;
+  /** The Kubernetes API for kubernetes actions; default: from KUBECONFIG or the pod's service account. */
+  kubeApi?: KubeApi;
+  /** Where NODE_NAME and KUBECONFIG are read; default process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** What to do with one action given its journal record. Pure, so the rules are tested alone. */
@@ -161,6 +178,10 @@ export class Agent {
   #server: StatusServer | null = null;
   #vmName = '';
   readonly #onListening: ((url: string) => void) | undefined;
+  readonly #kubeApi: KubeApi | undefined;
+  readonly #env: NodeJS.ProcessEnv;
+  /** Set at start when a rule has a kubernetes action. */
+  #kubernetes: KubernetesRuntime | null = null;
 
   /** Stops polling and every wait. */
   readonly #stop = new AbortController();
@@ -188,6 +209,8 @@ export class Agent {
     this.#runAction = options.runAction ?? defaultRunAction;
     this.#journal = options.journal ?? null;
     this.#onListening = options.onListening;
+    this.#kubeApi = options.kubeApi;
+    this.#env = options.env ?? process.env;
     if (options.client) {
       this.#client = options.client;
       this.#countsRequests = false;
@@ -258,6 +281,7 @@ export class Agent {
       this.#openJournal();
       await this.#startServer();
       if (!this.#stop.signal.aborted) await this.#resolveName();
+      if (!this.#stop.signal.aborted) await this.#startKubernetes();
       if (!this.#stop.signal.aborted) await this.#poll();
       // Everything queued ends once its running action does; waits end with the stop signal.
       while (this.#work.size > 0) await Promise.allSettled([...this.#work]);
@@ -335,6 +359,81 @@ export class Agent {
         if (!(await this.#wait(delay, this.#stop.signal))) return;
       }
     }
+  }
+
+  /**
+   * With a kubernetes action in the config: connect, and check that the node is this VM before any
+   * event (a wrong NODE_NAME would drain another machine): a mismatch stops the agent. An API
+   * server that does not answer yet is asked again, as IMDS is.
+   */
+  async #startKubernetes(): Promise<void> {
+    const used = this.config.rules.some((r) => [...r.actions, ...r.onComplete, ...r.onCancel].some((a) => a.type === 'kubernetes'));
+    if (!used) return;
+    const nodeName = this.config.kubernetes.nodeName ?? this.#env.NODE_NAME ?? '';
+    if (nodeName === '') {
+      throw new Error(
+        'a rule has a kubernetes action, but no node is named: set env NODE_NAME (the downward API spec.nodeName) or kubernetes.nodeName',
+      );
+    }
+    let api = this.#kubeApi;
+    if (api === undefined) {
+      const { ClientNodeApi, loadKubeConfig } = await import('./kubernetes/client-node-api.js');
+      api = new ClientNodeApi(loadKubeConfig(this.#env));
+    }
+    const runtime = new KubernetesRuntime({
+      api,
+      config: this.config.kubernetes,
+      nodeName,
+      metrics: this.metrics,
+      log: this.#log.child({ node: nodeName }),
+      now: this.#now,
+      sleep: this.#sleep,
+    });
+    runtime.heldSlots = () =>
+      this.#j
+        .entries()
+        .filter((e) => e.recoveredAt === null && e.kubernetes?.slot != null)
+        .map((e) => ({ eventId: e.eventId, slot: e.kubernetes!.slot! }));
+    for (let failures = 0; ; failures++) {
+      try {
+        const compute = await this.#client.getCompute({ signal: this.#stop.signal });
+        const resourceId = typeof compute.raw.resourceId === 'string' ? compute.raw.resourceId : null;
+        await runtime.checkNode({ name: this.#vmName, resourceId });
+        break;
+      } catch (err) {
+        if (this.#stop.signal.aborted) return;
+        // Only an answer that cannot change by waiting stops the agent: a node that is not this VM, or one that does not exist.
+        if (err instanceof NodeIdentityError) throw err;
+        if (err instanceof KubeError && err.status === 404) {
+          throw new Error(`${err.message}: no node ${nodeName} in the cluster; check NODE_NAME or kubernetes.nodeName`, { cause: err });
+        }
+        const delay = Math.min(IDENTITY_RETRY_MAX_MS, 1000 * 2 ** failures);
+        this.#log.error({ err: (err as Error).message, retryInMs: delay }, 'cannot check the Kubernetes node yet; retrying');
+        if (!(await this.#wait(delay, this.#stop.signal))) return;
+      }
+    }
+    this.#kubernetes = runtime;
+    this.#log.info({ node: nodeName, budget: this.config.kubernetes.budget }, 'the Kubernetes node is this VM');
+    // Slots held before a restart (the journal says which) stay fresh from now on.
+    const renewing = runtime.renewSlots(this.#stop.signal);
+    this.#work.add(renewing);
+    void renewing.finally(() => this.#work.delete(renewing));
+  }
+
+  /** What a kubernetes action of this event gets from the agent: its journal record and when to stop. */
+  #kubernetesStep(tracked: Tracked, phase: Phase, log: Logger): KubernetesStep {
+    const id = tracked.event.id;
+    return {
+      event: tracked.event,
+      // Preparation stops when the event ends too; recovery only at shutdown.
+      signal: phase === 'prepare' ? AbortSignal.any([this.#abortActions.signal, tracked.ended.signal]) : this.#abortActions.signal,
+      log,
+      record: () => this.#j.get(id)?.kubernetes,
+      save: async (record) => {
+        this.#write(() => this.#j.kubernetes(id, record));
+        return (await this.#durable(tracked, 'kubernetes record')) !== 'stopped';
+      },
+    };
   }
 
   /**
@@ -589,6 +688,7 @@ export class Agent {
         signal: this.#abortActions.signal,
         dryRun: this.dryRun,
         logger: log,
+        ...(this.#kubernetes !== null ? { kubernetes: this.#kubernetesAction(tracked, phase, log) } : {}),
         // The program runs only once its process group is on disk (or the policy runs it unjournaled).
         recordProcess: async (group) => {
           this.#write(() => this.#j.actionProcess(tracked.event.id, key, group));
@@ -635,6 +735,18 @@ export class Agent {
       }
     }
     return ok;
+  }
+
+  #kubernetesAction(
+    tracked: Tracked,
+    phase: Phase,
+    log: Logger,
+  ): (action: KubernetesAction) => Promise<{ ok: boolean; error: string | null }> {
+    const runtime = this.#kubernetes!;
+    return (action) => {
+      const step = this.#kubernetesStep(tracked, phase, log);
+      return phase === 'prepare' ? runtime.prepare(action, step) : runtime.recover(step);
+    };
   }
 
   /**
@@ -727,6 +839,9 @@ export class Agent {
         this.#write(() => this.#j.approved(tracked.event.id, as));
         this.metrics.approvalsSent.inc({ role: as });
         log.info({ as }, 'approved');
+        if (this.#kubernetes !== null && tracked.rule?.actions.some((a) => a.type === 'kubernetes')) {
+          await this.#kubernetes.approved(tracked.event, log);
+        }
         await this.#durable(tracked, 'recording the approval');
         return;
       } catch (err) {
@@ -760,7 +875,10 @@ export class Agent {
       tracked.log.warn({ rule: entry.rule }, 'the rule that handled this event is no longer in the config: no recovery actions');
     }
     const phase: Phase = outcome === 'completed' ? 'complete' : 'cancel';
-    const actions = rule === null ? [] : outcome === 'completed' ? rule.onComplete : rule.onCancel;
+    const listed = rule === null ? [] : outcome === 'completed' ? rule.onComplete : rule.onCancel;
+    // A kubernetes action undoes itself (uncordon, the budget slot back) without being listed again.
+    const undo = listed.some((a) => a.type === 'kubernetes') ? [] : (rule?.actions.filter((a) => a.type === 'kubernetes') ?? []);
+    const actions = [...listed, ...undo];
     if (actions.length > 0)
       tracked.log.info({ phase, actions: actions.length }, outcome === 'completed' ? 'recovering' : 'undoing the preparation');
     await this.#runPhase(tracked, phase, actions);

@@ -12,7 +12,7 @@ import {
 } from '../shared/checked-document.js';
 import { HostPortError, parseHostPort } from '../shared/host-port.js';
 import { nameRecord } from '../shared/name-record.js';
-import type { Action, AgentConfig, Rule, RuleMatch } from './types.js';
+import type { Action, AgentConfig, KubernetesConfig, Rule, RuleMatch } from './types.js';
 
 /** Every problem in an agent config; `problems` holds each as `file:line:col: path: problem`, in file order. */
 export class AgentConfigError extends DocumentErrors {
@@ -27,6 +27,13 @@ export const CONFIG_DEFAULTS = {
   readyWithinSeconds: 10,
   shutdownGraceSeconds: 30,
   journalUnwritable: { policy: 'prepare-before-notbefore', prepareWithinSeconds: 120 },
+  kubernetes: {
+    timeoutSeconds: 600,
+    marginSeconds: 5,
+    localStorage: 'evict',
+    readyTimeoutSeconds: 900,
+    budget: { namespace: 'forewarn', name: 'forewarn-maintenance', leaseDurationSeconds: 900, minPrepareSeconds: 60 },
+  },
 } as const;
 
 /** `${env:NAME}`: resolved from the environment when an http action runs, never at load. Global: use with replace(). */
@@ -169,7 +176,14 @@ const LogSchema = z.strictObject({
   level: z.enum(['info', 'warn', 'error'], { error: want('info, warn or error') }).default('info'),
 });
 
-const ActionSchema = z.discriminatedUnion('type', [ExecSchema, HttpSchema, LogSchema]);
+const KubernetesActionSchema = z.strictObject({
+  type: z.literal('kubernetes'),
+  name: name.optional(),
+  drain: z.boolean({ error: want('true or false') }).default(true),
+  timeoutSeconds: secondsAtLeast(0, true).default(CONFIG_DEFAULTS.kubernetes.timeoutSeconds),
+});
+
+const ActionSchema = z.discriminatedUnion('type', [ExecSchema, HttpSchema, LogSchema, KubernetesActionSchema]);
 type RawAction = z.infer<typeof ActionSchema>;
 const Actions = z.array(ActionSchema, { error: want('a list of actions') }).default([]);
 
@@ -184,6 +198,52 @@ const RuleSchema = z.strictObject(
     approvalMarginSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(0),
     onComplete: Actions,
     onCancel: Actions,
+  },
+  { error: want('a mapping') },
+);
+
+const POLICIES = ['none', 'cordon', 'drain'] as const;
+/** A Kubernetes object name (DNS subdomain). */
+const objectName = z
+  .string({ error: want('a string') })
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, { error: 'expected a Kubernetes name: lowercase letters, digits, - and .' })
+  .max(253, { error: 'must be at most 253 characters' });
+
+const KubernetesSchema = z.strictObject(
+  {
+    nodeName: name.nullable().optional(),
+    policy: z
+      .record(z.string(), z.enum(POLICIES, { error: want(POLICIES.join(', ')) }), {
+        error: want('a mapping of event types to none, cordon or drain'),
+      })
+      .optional(),
+    marginSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(CONFIG_DEFAULTS.kubernetes.marginSeconds),
+    taint: z
+      .string({ error: want('a taint key=value:Effect, or null') })
+      .superRefine((spec, ctx) => {
+        if (!/^[^=:]+(=[^:]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$/.test(spec))
+          ctx.addIssue({ code: 'custom', message: 'expected key=value:Effect, Effect one of NoSchedule, PreferNoSchedule, NoExecute' });
+      })
+      .nullable()
+      .optional(),
+    localStorage: z.enum(['evict', 'skip'], { error: want('evict or skip') }).default(CONFIG_DEFAULTS.kubernetes.localStorage),
+    readyTimeoutSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.kubernetes.readyTimeoutSeconds),
+    budget: z
+      .strictObject(
+        {
+          slots: z
+            .int({ error: want('a whole number') })
+            .min(1, { error: 'must be at least 1' })
+            .max(1000, { error: 'must be at most 1000' }),
+          namespace: objectName.default(CONFIG_DEFAULTS.kubernetes.budget.namespace),
+          name: objectName.default(CONFIG_DEFAULTS.kubernetes.budget.name),
+          leaseDurationSeconds: secondsAtLeast(10).default(CONFIG_DEFAULTS.kubernetes.budget.leaseDurationSeconds),
+          minPrepareSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.kubernetes.budget.minPrepareSeconds),
+        },
+        { error: want('a mapping with slots (and namespace, name, leaseDurationSeconds, minPrepareSeconds), or null') },
+      )
+      .nullable()
+      .optional(),
   },
   { error: want('a mapping') },
 );
@@ -244,6 +304,7 @@ const ConfigSchema = z.strictObject(
     readyWithinSeconds: secondsAtLeast(0, true).default(CONFIG_DEFAULTS.readyWithinSeconds),
     shutdownGraceSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(CONFIG_DEFAULTS.shutdownGraceSeconds),
     rules: z.array(RuleSchema, { error: want('a list of rules') }).min(1, { error: 'at least one rule is needed' }),
+    kubernetes: KubernetesSchema.optional(),
   },
   { error: want('a mapping of settings') },
 );
@@ -310,13 +371,23 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
 /** The config's own words for an issue; undefined keeps the shared wording. */
 function configWording(issue: z.core.$ZodIssue): string | undefined {
   if (issue.code === 'invalid_union' && 'discriminator' in issue && issue.discriminator === 'type') {
-    return 'expected type exec, http or log';
+    return 'expected type exec, http, log or kubernetes';
   }
   return undefined;
 }
 
 function crossChecks(data: unknown): Problem[] {
   const problems: Problem[] = [];
+  // On the raw data, so an unknown event type is told even beside a bad policy value.
+  const policy = isRecord(data) && isRecord(data.kubernetes) ? data.kubernetes.policy : undefined;
+  if (isRecord(policy)) {
+    for (const type of Object.keys(policy)) {
+      if (!EVENT_TYPES.some((t) => t.toLowerCase() === type.toLowerCase())) {
+        const message = `unknown event type "${type}"; expected one of ${EVENT_TYPES.join(', ')}`;
+        problems.push({ path: ['kubernetes', 'policy', type], message, key: type });
+      }
+    }
+  }
   const rules = isRecord(data) && Array.isArray(data.rules) ? data.rules : [];
   const seen = new Map<string, number>();
   rules.forEach((rule: unknown, i) => {
@@ -375,6 +446,29 @@ function normalize(raw: RawConfig): AgentConfig {
       onComplete: r.onComplete.map(normalizeAction),
       onCancel: r.onCancel.map(normalizeAction),
     })),
+    kubernetes: normalizeKubernetes(raw.kubernetes),
+  };
+}
+
+/** The kubernetes section as read; with no argument, its defaults. */
+export function normalizeKubernetes(k?: z.infer<typeof KubernetesSchema>): KubernetesConfig {
+  const d = CONFIG_DEFAULTS.kubernetes;
+  return {
+    nodeName: k?.nodeName ?? null,
+    policy: k?.policy ?? {},
+    marginSeconds: k?.marginSeconds ?? d.marginSeconds,
+    taint: k?.taint ?? null,
+    localStorage: k?.localStorage ?? d.localStorage,
+    readyTimeoutSeconds: k?.readyTimeoutSeconds ?? d.readyTimeoutSeconds,
+    budget: k?.budget
+      ? {
+          slots: k.budget.slots,
+          namespace: k.budget.namespace,
+          name: k.budget.name,
+          leaseDurationSeconds: k.budget.leaseDurationSeconds,
+          minPrepareSeconds: k.budget.minPrepareSeconds,
+        }
+      : null,
   };
 }
 
@@ -419,5 +513,7 @@ function normalizeAction(a: RawAction, index: number): Action {
       };
     case 'log':
       return { type: 'log', name: actionName, message: a.message, level: a.level };
+    case 'kubernetes':
+      return { type: 'kubernetes', name: actionName, drain: a.drain, timeoutSeconds: a.timeoutSeconds };
   }
 }

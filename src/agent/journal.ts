@@ -12,7 +12,7 @@ import {
 import { z } from 'zod';
 import type { ScheduledEvent } from '../client/index.js';
 import { wallClock } from '../shared/clock.js';
-import type { ActionRecord, ActionResult, JournalEntry, ProcessRecord } from './types.js';
+import type { ActionRecord, ActionResult, JournalEntry, KubernetesRecord, ProcessRecord } from './types.js';
 
 export const JOURNAL_FORMAT = 'forewarn-agent-journal';
 export const JOURNAL_VERSION = 1;
@@ -54,6 +54,14 @@ const EntrySchema = z.object({
   approval: z.object({ sentAt: z.string(), as: z.enum(['leader', 'standby', 'any']) }).nullable(),
   outcome: z.enum(['completed', 'cancelled']).nullable(),
   recoveredAt: z.string().nullable(),
+  kubernetes: z
+    .object({
+      node: z.string(),
+      cordoned: z.boolean(),
+      slot: z.object({ namespace: z.string(), name: z.string() }).nullable(),
+      overBudget: z.boolean(),
+    })
+    .optional(),
 });
 
 const FileSchema = z.object({
@@ -197,6 +205,12 @@ export class Journal {
 
   approved(eventId: string, as: 'leader' | 'standby' | 'any'): void {
     this.#entry(eventId).approval = { sentAt: this.#iso(), as };
+    this.flush();
+  }
+
+  /** What a kubernetes action holds for the event (a cordon, a budget slot), written before and after each change on the cluster. */
+  kubernetes(eventId: string, record: KubernetesRecord): void {
+    this.#entry(eventId).kubernetes = structuredClone(record);
     this.flush();
   }
 

@@ -15,6 +15,11 @@ export class AgentMetrics {
   readonly imdsErrors: Counter<'status'>;
   readonly incarnation: Gauge;
   readonly journalWriteFailures: Counter;
+  readonly kubernetesSteps: Counter<'step'>;
+  readonly kubernetesEvictions: Counter<'outcome'>;
+  readonly kubernetesDrainFailures: Counter<'reason'>;
+  readonly kubernetesOverBudget: Counter;
+  readonly kubernetesSlotsHeld: Gauge;
   /** Set by the agent once it has a client, so the gauge is computed at scrape time. */
   health: (() => Health) | null = null;
   /** Set by the agent: how many events wait for the journal. */
@@ -64,6 +69,34 @@ export class AgentMetrics {
     this.journalWriteFailures = new Counter({
       name: `${p}journal_write_failures_total`,
       help: 'Journal writes that failed (a full disk, an I/O error), retries included',
+      registers,
+    });
+    this.kubernetesSteps = new Counter({
+      name: `${p}kubernetes_steps_total`,
+      help: 'Steps of kubernetes actions on this node: cordoned, draining, drained, approved, uncordoned, failed',
+      labelNames: ['step'],
+      registers,
+    });
+    this.kubernetesEvictions = new Counter({
+      name: `${p}kubernetes_evictions_total`,
+      help: 'Eviction requests, by outcome: evicted, gone (404), blocked (a PodDisruptionBudget, 429), error',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.kubernetesDrainFailures = new Counter({
+      name: `${p}kubernetes_drain_failures_total`,
+      help: 'Drains that ended with pods left on the node, by reason: deadline, aborted',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.kubernetesOverBudget = new Counter({
+      name: `${p}kubernetes_over_budget_total`,
+      help: 'Events prepared without a budget slot, because none freed before their deadline',
+      registers,
+    });
+    this.kubernetesSlotsHeld = new Gauge({
+      name: `${p}kubernetes_budget_slots_held`,
+      help: 'Budget slots (Leases) this node holds',
       registers,
     });
     const held = (): number => this.heldEvents?.() ?? 0;

@@ -38,7 +38,43 @@ export interface LogAction {
   level: 'info' | 'warn' | 'error';
 }
 
-export type Action = ExecAction | HttpAction | LogAction;
+/** What a kubernetes action does for an event type: nothing, cordon only, or cordon and drain. */
+export type KubernetesPolicy = 'none' | 'cordon' | 'drain';
+
+export interface KubernetesAction {
+  type: 'kubernetes';
+  name: string;
+  /** false: cordon only, whatever the policy says. */
+  drain: boolean;
+  /** The drain's deadline at the latest (NotBefore minus the margin may come sooner). */
+  timeoutSeconds: number;
+}
+
+export type Action = ExecAction | HttpAction | LogAction | KubernetesAction;
+
+/** The agent's `kubernetes` section (SPEC §4 "Kubernetes (agent)"). */
+export interface KubernetesConfig {
+  /** Null: env NODE_NAME. */
+  nodeName: string | null;
+  /** Per event type (any case); types not listed get `drain`. */
+  policy: Record<string, KubernetesPolicy>;
+  /** Preparation must be over this long before NotBefore. */
+  marginSeconds: number;
+  /** `key=value:Effect` with `{type}` for the event type, or null for no taint. */
+  taint: string | null;
+  /** Pods with emptyDir volumes: evicted (their data goes with them) or left on the node. */
+  localStorage: 'evict' | 'skip';
+  budget: {
+    slots: number;
+    namespace: string;
+    name: string;
+    leaseDurationSeconds: number;
+    /** No slot this long before the deadline: prepare anyway, over budget (logged and counted). */
+    minPrepareSeconds: number;
+  } | null;
+  /** Give the budget slot back once the node is Ready, waiting at most this long after the event. */
+  readyTimeoutSeconds: number;
+}
 
 export interface RuleMatch {
   eventType: string[] | null;
@@ -88,6 +124,8 @@ export interface AgentConfig {
   shutdownGraceSeconds: number;
   /** Evaluated in order; the first rule that matches an event handles it. */
   rules: Rule[];
+  /** Settings of kubernetes actions; defaults when the section is absent. */
+  kubernetes: KubernetesConfig;
 }
 
 export type Phase = 'prepare' | 'complete' | 'cancel';
@@ -138,6 +176,18 @@ export interface JournalEntry {
   /** Set once the event has gone: how it ended, and when recovery finished. */
   outcome: 'completed' | 'cancelled' | null;
   recoveredAt: string | null;
+  /** What a kubernetes action holds for this event, so recovery after a restart gives it back. */
+  kubernetes?: KubernetesRecord;
+}
+
+export interface KubernetesRecord {
+  node: string;
+  /** This event's id is in the node's cordon annotation: Forewarn cordoned it (or joined a cordon of its own). */
+  cordoned: boolean;
+  /** The budget Lease held, until given back. */
+  slot: { namespace: string; name: string } | null;
+  /** Prepared without a slot: none freed before the deadline. */
+  overBudget: boolean;
 }
 
 export interface ActionContext {
@@ -154,6 +204,8 @@ export interface ActionContext {
    */
   recordProcess?: (group: Omit<ProcessRecord, 'startedAt'>) => Promise<void>;
   logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+  /** Runs kubernetes actions: prepares in the prepare phase, undoes in the others. Absent: they fail, saying why. */
+  kubernetes?: (action: KubernetesAction, ctx: ActionContext) => Promise<{ ok: boolean; error: string | null }>;
 }
 
 export interface ActionResult {

@@ -57,7 +57,7 @@ export function registerAgentCommand(program: Command, io: Io): void {
     .action(async (flags: RawAgentFlags) => {
       const request = parseAgentArgs(flags, io.env);
       const logger = createLogger({ level: request.logLevel });
-      const agent = new Agent({ config: request.config, logger, dryRun: request.dryRun });
+      const agent = new Agent({ config: request.config, logger, dryRun: request.dryRun, env: io.env });
       // First signal: stop polling and let running actions finish within the grace; a second: abort them now.
       let signals = 0;
       const onSignal = (name: NodeJS.Signals): void => {

@@ -40,6 +40,15 @@ describe('parseAgentConfig', () => {
       shutdownGraceSeconds: 30,
       // One rule, all: every event, no actions, approved after them.
       rules: [rule({ name: 'all' })],
+      kubernetes: {
+        nodeName: null,
+        policy: {},
+        marginSeconds: 5,
+        taint: null,
+        localStorage: 'evict',
+        readyTimeoutSeconds: 900,
+        budget: null,
+      },
     });
   });
 
@@ -230,7 +239,7 @@ describe('parseAgentConfig', () => {
       'agent.yaml:17:9: rules[0].actions[0].timeout: unknown key "timeout"',
       'agent.yaml:19:14: rules[0].actions[1].url: malformed variable reference; write ${env:NAME}',
       'agent.yaml:20:28: rules[0].actions[1].headers.X-Count: expected a string (quote numbers and booleans)',
-      'agent.yaml:21:15: rules[0].actions[2].type: expected type exec, http or log',
+      'agent.yaml:21:15: rules[0].actions[2].type: expected type exec, http, log or kubernetes',
       'agent.yaml:22:5: rules[1].name: missing (required)',
       'agent.yaml:22:15: rules[1].approval: expected never, immediately or after-actions',
     ]);
@@ -333,5 +342,60 @@ describe('loadAgentConfig', () => {
     assert.throws(() => loadAgentConfig(path), {
       message: `${path}:3:15: rules[0].approval: expected never, immediately or after-actions`,
     });
+  });
+});
+
+describe('parseAgentConfig: kubernetes', () => {
+  it('reads the kubernetes action and section, with the budget defaults', () => {
+    const config = parseAgentConfig(
+      lines(
+        'rules:',
+        '  - name: drain',
+        '    actions: [{type: kubernetes}, {type: kubernetes, name: cordon-only, drain: false, timeoutSeconds: 20}]',
+        'kubernetes:',
+        '  nodeName: node-a',
+        '  policy: {Freeze: cordon, reboot: drain}',
+        '  taint: "forewarn.io/maintenance={type}:NoSchedule"',
+        '  budget: {slots: 2}',
+      ),
+      'agent.yaml',
+    );
+    assert.deepEqual(config.rules[0]!.actions, [
+      { type: 'kubernetes', name: 'kubernetes-0', drain: true, timeoutSeconds: 600 },
+      { type: 'kubernetes', name: 'cordon-only', drain: false, timeoutSeconds: 20 },
+    ]);
+    assert.deepEqual(config.kubernetes, {
+      nodeName: 'node-a',
+      policy: { Freeze: 'cordon', reboot: 'drain' },
+      marginSeconds: 5,
+      taint: 'forewarn.io/maintenance={type}:NoSchedule',
+      localStorage: 'evict',
+      readyTimeoutSeconds: 900,
+      budget: { slots: 2, namespace: 'forewarn', name: 'forewarn-maintenance', leaseDurationSeconds: 900, minPrepareSeconds: 60 },
+    });
+  });
+
+  it('names each bad kubernetes setting at its line and column', () => {
+    assert.deepEqual(
+      problems(
+        lines(
+          'rules:',
+          '  - name: r',
+          '    actions: [{type: kubernetes, drain: yes please}]',
+          'kubernetes:',
+          '  policy: {Reboot: evict, Teleport: drain}',
+          '  taint: "maintenance"',
+          '  budget: {slots: 0, namespace: Forewarn}',
+        ),
+      ),
+      [
+        'agent.yaml:3:41: rules[0].actions[0].drain: expected true or false',
+        'agent.yaml:5:20: kubernetes.policy.Reboot: expected none, cordon, drain',
+        'agent.yaml:5:27: kubernetes.policy.Teleport: unknown event type "Teleport"; expected one of Freeze, Reboot, Redeploy, Preempt, Terminate',
+        'agent.yaml:6:10: kubernetes.taint: expected key=value:Effect, Effect one of NoSchedule, PreferNoSchedule, NoExecute',
+        'agent.yaml:7:19: kubernetes.budget.slots: must be at least 1',
+        'agent.yaml:7:33: kubernetes.budget.namespace: expected a Kubernetes name: lowercase letters, digits, - and .',
+      ],
+    );
   });
 });

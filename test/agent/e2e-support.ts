@@ -96,11 +96,11 @@ export interface RunningAgent {
 export async function startAgent(
   file: string,
   config: Record<string, unknown>,
-  options: { until?: string; args?: string[] } = {},
+  options: { until?: string; args?: string[]; env?: Record<string, string> } = {},
 ): Promise<RunningAgent> {
   const until = options.until ?? 'agent started';
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
-  const proc = new Proc(['agent', '--config', file, ...(options.args ?? [])]);
+  const proc = new Proc(['agent', '--config', file, ...(options.args ?? [])], options.env);
   await proc.waitForLog(`the agent: ${until}`, (l) => l.msg === until);
   const serving = proc.logs().find((l) => l.msg === 'serving /metrics, /healthz and /readyz');
   return { proc, url: String(serving?.url ?? '') };

@@ -8,6 +8,7 @@ import { after, afterEach, before, beforeEach } from 'node:test';
 import type { Agent } from '../../src/agent/agent.js';
 import { createLogger, type Logger } from '../../src/agent/logger.js';
 import type { Action, ActionContext, ActionResult, AgentConfig, Rule } from '../../src/agent/types.js';
+import { normalizeKubernetes } from '../../src/agent/config.js';
 import { ScheduledEventsClient } from '../../src/client/index.js';
 import { Emulator } from '../../src/emulator/emulator.js';
 import { waitFor } from '../support/wait.js';
@@ -84,6 +85,7 @@ export function agentConfig(endpoint: string, journal: string, rules: Rule[], ov
     readyWithinSeconds: 5,
     shutdownGraceSeconds: 0.3,
     rules,
+    kubernetes: normalizeKubernetes(),
     ...over,
   };
 }

@@ -1,0 +1,353 @@
+// What a kubernetes action does for one event: take a budget slot, cordon, drain; and afterwards
+// uncordon (only Forewarn's cordon) and give the slot back once the node is Ready. Every change on
+// the cluster is journaled, and the cordon is also on the node, so a restart finishes the work.
+import type { ScheduledEvent } from '../../client/index.js';
+import type { AgentMetrics } from '../metrics.js';
+import type { KubernetesAction, KubernetesConfig, KubernetesPolicy, KubernetesRecord } from '../types.js';
+import type { KubeApi, KubeNode } from './api.js';
+import { Budget, type Slot } from './budget.js';
+import { describeRemaining, drainNode } from './drain.js';
+import { checkProviderId, cordon, parseTaint, uncordon } from './node.js';
+
+export interface KubeLog {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** What an action run gives the runtime: its event, and its record in the journal. */
+export interface KubernetesStep {
+  event: ScheduledEvent;
+  signal: AbortSignal;
+  log: KubeLog;
+  record(): KubernetesRecord | undefined;
+  /** Writes the record; resolves false if the journal could not take it before the agent stopped. */
+  save(record: KubernetesRecord): Promise<boolean>;
+}
+
+export interface StepResult {
+  ok: boolean;
+  error: string | null;
+}
+
+export interface RuntimeOptions {
+  api: KubeApi;
+  config: KubernetesConfig;
+  nodeName: string;
+  metrics: AgentMetrics;
+  log: KubeLog;
+  now: () => number;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/** [choice] Policies when the config names none: a Freeze (seconds) is ridden out; anything longer is drained. */
+export const DEFAULT_POLICY: Readonly<Record<string, KubernetesPolicy>> = {
+  freeze: 'none',
+  reboot: 'drain',
+  redeploy: 'drain',
+  preempt: 'drain',
+  terminate: 'drain',
+};
+
+/** A failed API call in recovery is tried again after this, doubling up to the max. */
+const RECOVER_RETRY_FIRST_MS = 1_000;
+const RECOVER_RETRY_MAX_MS = 30_000;
+/** How often a node waiting for a budget slot asks again. */
+const SLOT_POLL_MS = 2_000;
+/** How often Ready is checked before the slot goes back. */
+const READY_POLL_MS = 2_000;
+
+export class KubernetesRuntime {
+  readonly budget: Budget | null;
+  readonly #o: RuntimeOptions;
+
+  constructor(options: RuntimeOptions) {
+    this.#o = options;
+    const b = options.config.budget;
+    this.budget =
+      b === null
+        ? null
+        : new Budget(options.api, {
+            namespace: b.namespace,
+            name: b.name,
+            slots: b.slots,
+            leaseDurationSeconds: b.leaseDurationSeconds,
+            holder: options.nodeName,
+            now: options.now,
+          });
+  }
+
+  get nodeName(): string {
+    return this.#o.nodeName;
+  }
+
+  /** Refuses to start on a node that is not this VM (SPEC §4): a wrong NODE_NAME would drain another machine. */
+  async checkNode(vm: { name: string; resourceId: string | null }): Promise<void> {
+    checkProviderId(await this.#o.api.getNode(this.#o.nodeName), vm);
+  }
+
+  policyFor(action: KubernetesAction, eventType: string): KubernetesPolicy {
+    const configured = Object.entries(this.#o.config.policy).find(([type]) => type.toLowerCase() === eventType.toLowerCase())?.[1];
+    const policy = configured ?? DEFAULT_POLICY[eventType.toLowerCase()] ?? 'drain';
+    return policy === 'drain' && !action.drain ? 'cordon' : policy;
+  }
+
+  /** When preparation must be over: NotBefore minus the margin, or the action's timeout if sooner. */
+  deadline(action: KubernetesAction, event: ScheduledEvent, startedAt: number): number {
+    const timeout = startedAt + action.timeoutSeconds * 1000;
+    const notBefore = event.notBefore?.getTime() ?? Number.NaN;
+    if (event.status !== 'Scheduled' || Number.isNaN(notBefore)) return timeout;
+    return Math.min(timeout, notBefore - this.#o.config.marginSeconds * 1000);
+  }
+
+  async prepare(action: KubernetesAction, step: KubernetesStep): Promise<StepResult> {
+    const { event, log } = step;
+    const policy = this.policyFor(action, event.type);
+    if (policy === 'none') {
+      log.info({ policy, eventType: event.type }, `kubernetes policy for ${event.type} is none: leaving the node as it is`);
+      return { ok: true, error: null };
+    }
+    const deadline = this.deadline(action, event, this.#o.now());
+    let record: KubernetesRecord = step.record() ?? { node: this.#o.nodeName, cordoned: false, slot: null, overBudget: false };
+    try {
+      if (this.budget !== null && record.slot === null && !record.overBudget) {
+        const slot = await this.#waitForSlot(step, deadline);
+        if (slot === 'aborted') return { ok: false, error: 'aborted while waiting for a budget slot' };
+        record = slot === null ? { ...record, overBudget: true } : { ...record, slot };
+        if (!(await step.save(record))) return { ok: false, error: 'the journal could not record the budget slot' };
+        this.#updateSlotsGauge();
+      }
+      const node = await this.#o.api.getNode(this.#o.nodeName);
+      const taint = this.#o.config.taint === null ? null : parseTaint(this.#o.config.taint, event.type);
+      const outcome = await cordon(this.#o.api, this.#o.nodeName, event.id, taint);
+      if (outcome === 'operator') {
+        log.warn({ node: node.name }, 'the node was already cordoned by someone else: draining it, and it will stay cordoned afterwards');
+      } else {
+        record = { ...record, cordoned: true };
+        if (!(await step.save(record))) return { ok: false, error: 'the journal could not record the cordon' };
+        if (outcome === 'cordoned') {
+          this.#o.metrics.kubernetesSteps.inc({ step: 'cordoned' });
+          await this.#event(node, 'Normal', 'Cordoned', `Forewarn cordoned the node for ${event.type} ${event.id}`, log);
+        }
+      }
+      if (policy === 'cordon') return { ok: true, error: null };
+      return await this.#drain(node, step, deadline);
+    } catch (err) {
+      this.#o.metrics.kubernetesSteps.inc({ step: 'failed' });
+      return { ok: false, error: (err as Error).message };
+    }
+  }
+
+  async #drain(node: KubeNode, step: KubernetesStep, deadline: number): Promise<StepResult> {
+    const { event, log } = step;
+    this.#o.metrics.kubernetesSteps.inc({ step: 'draining' });
+    await this.#event(node, 'Normal', 'Draining', `Forewarn is draining the node for ${event.type} ${event.id}`, log);
+    log.info({ deadline: new Date(deadline).toISOString() }, 'draining the node');
+    const report = await drainNode(this.#o.api, {
+      node: this.#o.nodeName,
+      deadline,
+      localStorage: this.#o.config.localStorage,
+      now: this.#o.now,
+      sleep: this.#o.sleep,
+      signal: step.signal,
+      onEviction: (pod, outcome, detail) => {
+        this.#o.metrics.kubernetesEvictions.inc({ outcome });
+        const fields = { pod: `${pod.namespace}/${pod.name}`, outcome, ...(detail !== null ? { detail } : {}) };
+        if (outcome === 'blocked' || outcome === 'error') log.warn(fields, 'eviction refused; trying again with backoff');
+        else log.info(fields, 'pod evicted');
+      },
+    });
+    if (report.drained) {
+      this.#o.metrics.kubernetesSteps.inc({ step: 'drained' });
+      log.info({ evicted: report.evicted, skipped: report.skipped }, 'the node is drained');
+      await this.#event(node, 'Normal', 'Drained', `Forewarn drained the node: ${report.evicted.length} pod(s) evicted`, log);
+      return { ok: true, error: null };
+    }
+    const failure = report.failure ?? 'deadline';
+    const remaining = describeRemaining(report);
+    const error =
+      failure === 'aborted'
+        ? `drain aborted with pods left: ${remaining}`
+        : `drain deadline passed with pods left on the node: ${remaining}`;
+    this.#o.metrics.kubernetesDrainFailures.inc({ reason: failure });
+    this.#o.metrics.kubernetesSteps.inc({ step: 'failed' });
+    log.error({ remaining: report.remaining, evicted: report.evicted }, error);
+    if (failure === 'deadline')
+      await this.#event(node, 'Warning', 'DrainFailed', `Forewarn could not drain the node in time: ${remaining}`, log);
+    return { ok: false, error };
+  }
+
+  /** Waits for a slot until there is only minPrepareSeconds left; null then: prepare over budget. */
+  async #waitForSlot(step: KubernetesStep, deadline: number): Promise<Slot | null | 'aborted'> {
+    const budget = this.budget!;
+    const giveUpAt = deadline - this.#o.config.budget!.minPrepareSeconds * 1000;
+    let logged = false;
+    for (;;) {
+      if (step.signal.aborted) return 'aborted';
+      try {
+        const slot = await budget.tryAcquire();
+        if (slot !== null) {
+          step.log.info({ slot: `${slot.namespace}/${slot.name}` }, 'took a budget slot');
+          return slot;
+        }
+      } catch (err) {
+        step.log.warn({ err: (err as Error).message }, 'cannot reach the budget Leases; trying again');
+      }
+      const now = this.#o.now();
+      if (now >= giveUpAt) {
+        this.#o.metrics.kubernetesOverBudget.inc();
+        step.log.error(
+          { slots: budget.options.slots, deadline: new Date(deadline).toISOString() },
+          'no budget slot freed before the deadline: preparing anyway, over budget, as far as time allows',
+        );
+        const node = await this.#o.api.getNode(this.#o.nodeName).catch(() => null);
+        if (node !== null)
+          await this.#event(
+            node,
+            'Warning',
+            'OverBudget',
+            `No maintenance slot freed in time for ${step.event.type} ${step.event.id}`,
+            step.log,
+          );
+        return null;
+      }
+      if (!logged) {
+        logged = true;
+        step.log.info(
+          { slots: budget.options.slots, until: new Date(giveUpAt).toISOString() },
+          'every budget slot is held: waiting for one',
+        );
+      }
+      try {
+        await this.#o.sleep(Math.min(SLOT_POLL_MS, giveUpAt - now), step.signal);
+      } catch {
+        return 'aborted';
+      }
+    }
+  }
+
+  /** After the event: take the event off Forewarn's cordon, then give the slot back once the node is Ready. Retries until done or aborted. */
+  async recover(step: KubernetesStep): Promise<StepResult> {
+    const { event, log } = step;
+    let record = step.record();
+    const taintKey = this.#o.config.taint === null ? null : parseTaint(this.#o.config.taint, event.type).key;
+    let delay = RECOVER_RETRY_FIRST_MS;
+    for (;;) {
+      try {
+        // The annotation decides, not the journal: a crash between the patch and the journal write is covered.
+        const outcome = await uncordon(this.#o.api, this.#o.nodeName, event.id, taintKey);
+        if (outcome === 'uncordoned') {
+          this.#o.metrics.kubernetesSteps.inc({ step: 'uncordoned' });
+          const node = await this.#o.api.getNode(this.#o.nodeName);
+          await this.#event(node, 'Normal', 'Uncordoned', `Forewarn uncordoned the node after ${event.type} ${event.id}`, log);
+          log.info({}, 'uncordoned the node');
+        } else if (outcome === 'others-remain') {
+          log.info({}, 'the node stays cordoned for another event Forewarn is handling');
+        } else if (record?.cordoned !== true) {
+          log.info({}, 'Forewarn did not cordon this node for this event: leaving it as it is');
+        }
+        if (record !== undefined && record.cordoned) {
+          record = { ...record, cordoned: false };
+          if (!(await step.save(record))) return { ok: false, error: 'the journal could not record the uncordon' };
+        }
+        if (record?.slot != null) {
+          if (!(await this.#waitReady(step))) return { ok: false, error: 'aborted while waiting for the node to be Ready' };
+          const slot = record.slot;
+          if (!this.#slotStillNeeded(step, slot)) await this.budget?.release(slot);
+          log.info({ slot: `${slot.namespace}/${slot.name}` }, 'gave the budget slot back');
+          record = { ...record, slot: null };
+          if (!(await step.save(record))) return { ok: false, error: 'the journal could not record the slot given back' };
+          this.#updateSlotsGauge();
+        }
+        return { ok: true, error: null };
+      } catch (err) {
+        log.warn({ err: (err as Error).message, retryInMs: delay }, 'recovering the node failed; trying again');
+        try {
+          await this.#o.sleep(delay, step.signal);
+        } catch {
+          return { ok: false, error: `aborted: ${(err as Error).message}` };
+        }
+        delay = Math.min(RECOVER_RETRY_MAX_MS, delay * 2);
+      }
+    }
+  }
+
+  /** Another event of this node still holding the same slot keeps it. */
+  #slotStillNeeded(step: KubernetesStep, slot: Slot): boolean {
+    const self = step.event.id.toLowerCase();
+    return this.heldSlots().some((h) => h.eventId.toLowerCase() !== self && sameSlot(h.slot, slot));
+  }
+
+  /** Set by the agent: the slots its journal's unrecovered events hold. */
+  heldSlots: () => { eventId: string; slot: Slot }[] = () => [];
+
+  async #waitReady(step: KubernetesStep): Promise<boolean> {
+    const until = this.#o.now() + this.#o.config.readyTimeoutSeconds * 1000;
+    for (;;) {
+      const node = await this.#o.api.getNode(this.#o.nodeName);
+      if (node.ready) return true;
+      if (this.#o.now() >= until) {
+        step.log.warn(
+          { readyTimeoutSeconds: this.#o.config.readyTimeoutSeconds },
+          'the node is still not Ready: giving the slot back anyway',
+        );
+        return true;
+      }
+      try {
+        await this.#o.sleep(READY_POLL_MS, step.signal);
+      } catch {
+        return false;
+      }
+    }
+  }
+
+  /** The event was approved: said on the node. */
+  async approved(event: ScheduledEvent, log: KubeLog): Promise<void> {
+    this.#o.metrics.kubernetesSteps.inc({ step: 'approved' });
+    const node = await this.#o.api.getNode(this.#o.nodeName).catch(() => null);
+    if (node !== null) await this.#event(node, 'Normal', 'Approved', `Forewarn approved ${event.type} ${event.id}: it may start now`, log);
+  }
+
+  /** Keeps every held slot's lease fresh (also after a restart, through the journal), until `signal` aborts. */
+  async renewSlots(signal: AbortSignal): Promise<void> {
+    const budget = this.budget;
+    if (budget === null) return;
+    const every = (budget.options.leaseDurationSeconds * 1000) / 3;
+    while (!signal.aborted) {
+      for (const slot of this.#updateSlotsGauge()) {
+        try {
+          if (!(await budget.renew(slot)))
+            this.#o.log.warn({ slot: `${slot.namespace}/${slot.name}` }, 'lost a budget slot (it expired and was taken)');
+        } catch (err) {
+          this.#o.log.warn({ err: (err as Error).message }, 'cannot renew a budget slot; trying again');
+        }
+      }
+      try {
+        await this.#o.sleep(every, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /** The distinct slots held now, also shown in the gauge. */
+  #updateSlotsGauge(): Slot[] {
+    const slots: Slot[] = [];
+    for (const { slot } of this.heldSlots()) if (!slots.some((s) => sameSlot(s, slot))) slots.push(slot);
+    this.#o.metrics.kubernetesSlotsHeld.set(slots.length);
+    return slots;
+  }
+
+  /** Events are for people; failing to write one never fails the step. */
+  async #event(node: KubeNode, type: 'Normal' | 'Warning', reason: string, message: string, log: KubeLog): Promise<void> {
+    try {
+      await this.#o.api.createEvent({ node, type, reason, message });
+    } catch (err) {
+      log.warn({ err: (err as Error).message, reason }, 'cannot record a Kubernetes event on the node');
+    }
+  }
+}
+
+function sameSlot(a: Slot, b: Slot): boolean {
+  return a.namespace === b.namespace && a.name === b.name;
+}

@@ -1,0 +1,280 @@
+// The agent on two Kubernetes nodes, end to end: the emulator as IMDS, the fake API server as the
+// cluster, and `forewarn agent` processes with KUBECONFIG and NODE_NAME, as the DaemonSet runs them.
+// In order: a budget of 1 serialises two Reboots, with one agent SIGKILLed mid-drain and restarted;
+// a PodDisruptionBudget that never allows a disruption fails the drain (never approved, uncordoned
+// after the event); a node an operator cordoned stays cordoned; a Preempt (30 s notice) is cordoned,
+// drained and approved within its notice. The agents run under deploy/kubernetes's RBAC, enforced,
+// and use every permission it grants and no other.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startFakeKube, type FakeKube } from '../support/fake-kube/server.js';
+import { GRANTS, loadManifests } from '../support/deploy-manifests.js';
+import { waitFor } from '../support/wait.js';
+import { Proc, api, liveEvent, metric, startAgent, startEmulator, trigger, type Emu, type RunningAgent } from './e2e-support.js';
+
+const NODES = { 'node-a': 'vm-a', 'node-b': 'vm-b' } as const;
+type NodeName = keyof typeof NODES;
+const NS = 'forewarn';
+const MINUTE = 60_000;
+
+describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 'POSIX only' }, () => {
+  let dir: string;
+  let emu: Emu;
+  let kube: FakeKube;
+  const agents = new Map<NodeName, RunningAgent>();
+
+  /** The agent config of one node: every Reboot and Preempt drained, a budget of 1. */
+  const config = (node: NodeName, drainTimeoutSeconds = 120) => ({
+    endpoint: `${emu.imdsUrl}/vms/${NODES[node]}`,
+    pollIntervalSeconds: 0.2,
+    journal: join(dir, `${node}.journal.json`),
+    listen: '127.0.0.1:0',
+    shutdownGraceSeconds: 1,
+    rules: [
+      {
+        name: 'drain',
+        match: { eventType: ['Reboot', 'Redeploy', 'Preempt', 'Terminate'] },
+        actions: [{ type: 'kubernetes', name: 'drain', drain: true, timeoutSeconds: drainTimeoutSeconds }],
+        approval: 'after-actions',
+      },
+    ],
+    kubernetes: {
+      marginSeconds: 5,
+      taint: 'forewarn.io/maintenance={type}:NoSchedule',
+      readyTimeoutSeconds: 10,
+      budget: { slots: 1, namespace: NS, name: 'maintenance', leaseDurationSeconds: 30, minPrepareSeconds: 5 },
+    },
+  });
+
+  async function start(node: NodeName, drainTimeoutSeconds?: number): Promise<RunningAgent> {
+    const agent = await startAgent(join(dir, `${node}.json`), config(node, drainTimeoutSeconds), {
+      until: 'the Kubernetes node is this VM',
+      env: { KUBECONFIG: join(dir, 'kubeconfig.yaml'), NODE_NAME: node },
+    });
+    agents.set(node, agent);
+    return agent;
+  }
+
+  /** Moves the emulator's manual clock (the agents' own clocks are real). */
+  async function advance(ms: number): Promise<void> {
+    const { status, json } = await api(emu, 'POST', '/v1/clock/advance', { seconds: ms / 1000 });
+    assert.equal(status, 200, JSON.stringify(json));
+  }
+
+  /** The event once it has Started (approved, or past NotBefore), as the control API shows it. */
+  const started = (id: string, what: string, timeoutMs = 60_000) =>
+    waitFor(
+      what,
+      async () => {
+        const e = await liveEvent(emu, id);
+        return e?.status === 'Started' ? e : undefined;
+      },
+      timeoutMs,
+    );
+  const reasons = (node: NodeName) => kube.events({ node }).map((e) => e.reason);
+  const webPods = (node: NodeName) => kube.pods(node).filter((p) => p.metadata.labels?.app === 'web');
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-kube-'));
+    const fleet = join(dir, 'fleet.yaml');
+    writeFileSync(fleet, 'vms:\n  - name: vm-a\n  - name: vm-b\n    priority: Spot\n');
+    emu = await startEmulator(['--fleet', fleet]);
+    kube = await startFakeKube({
+      terminationDelayMs: 400,
+      readyDelayMs: 300,
+      rbac: { subject: { kind: 'ServiceAccount', namespace: NS, name: 'forewarn-agent' } },
+    });
+    assert.deepEqual(kube.apply(loadManifests().map((m) => m.object)), [], 'deploy/kubernetes applies');
+    writeFileSync(join(dir, 'kubeconfig.yaml'), kube.kubeconfigYaml());
+    for (const [node, vm] of Object.entries(NODES)) {
+      const res = await fetch(`${emu.imdsUrl}/vms/${vm}/metadata/instance/compute?api-version=2021-02-01`, {
+        headers: { Metadata: 'true' },
+      });
+      const { resourceId } = (await res.json()) as { resourceId: string };
+      kube.addNode({ name: node, providerID: `azure://${resourceId}` });
+      kube.addPod({ name: `agent-${node}`, namespace: NS, nodeName: node, owner: { kind: 'DaemonSet', name: 'forewarn-agent' } });
+    }
+    // Three replicas of web, two on node-a; a budget allowing one of them down at a time.
+    for (const [i, node] of (['node-a', 'node-a', 'node-b'] as const).entries()) {
+      kube.addPod({
+        name: `web-${i}`,
+        namespace: 'shop',
+        nodeName: node,
+        labels: { app: 'web' },
+        owner: { kind: 'ReplicaSet', name: 'web' },
+      });
+    }
+    kube.addPdb({ name: 'web', namespace: 'shop', matchLabels: { app: 'web' }, maxUnavailable: 1 });
+  });
+
+  after(async () => {
+    Proc.killAll();
+    await emu?.proc.stop().catch(() => undefined);
+    await kube?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('refuses to start on a node that is not its VM, saying which', async () => {
+    writeFileSync(join(dir, 'wrong.json'), JSON.stringify(config('node-a')));
+    const proc = new Proc(['agent', '--config', join(dir, 'wrong.json')], {
+      KUBECONFIG: join(dir, 'kubeconfig.yaml'),
+      NODE_NAME: 'node-b',
+    });
+    const code = await proc.exited;
+    assert.notEqual(code, 0);
+    assert.match(
+      proc.stdout + proc.stderr,
+      /node node-b \(NODE_NAME or kubernetes.nodeName\) is not this VM: its spec.providerID is azure:\/\/.*vm-b, but IMDS describes .*vm-a/,
+    );
+    assert.equal(kube.node('node-b').spec?.unschedulable ?? false, false, 'nothing touched');
+  });
+
+  it('with a budget of 1, prepares two nodes one after the other, through a SIGKILL mid-drain', { timeout: 180_000 }, async () => {
+    await start('node-a');
+    await start('node-b');
+    const ids: Record<string, string> = {};
+    for (const [node, vm] of Object.entries(NODES)) ids[node] = await trigger(emu, { type: 'platform-reboot', vms: [vm] });
+
+    const first = await waitFor(
+      'one node cordoned',
+      () => (Object.keys(NODES) as NodeName[]).find((n) => kube.node(n).spec?.unschedulable === true),
+      20_000,
+    );
+    const second: NodeName = first === 'node-a' ? 'node-b' : 'node-a';
+    assert.equal(kube.node(second).spec?.unschedulable ?? false, false, 'the other node waits for the slot');
+    assert.equal(kube.lease(NS, 'maintenance-0')?.spec?.holderIdentity, first);
+
+    // SIGKILL the first agent once its drain has begun, and start it again.
+    await waitFor('an eviction on the first node', () => kube.evictions.find((e) => e.nodeName === first && e.status === 201), 20_000);
+    await agents.get(first)!.proc.stop('SIGKILL');
+    await start(first);
+
+    const approved = await started(ids[first]!, 'the first node approved');
+    assert.deepEqual(
+      approved.approvals.map((a) => a.vm),
+      [NODES[first]],
+      'approved once',
+    );
+    assert.ok(webPods(first).length === 0, 'no web pod left on the drained node');
+    assert.ok(
+      kube.pods(first).some((p) => p.metadata.name === `agent-${first}`),
+      'the DaemonSet pod stays',
+    );
+    assert.equal(kube.node(second).spec?.unschedulable ?? false, false, 'the second node still waits: the slot is held through the reboot');
+
+    // The first Reboot ends (about 10 minutes after it started): the first node is uncordoned and its slot freed.
+    await advance(11 * MINUTE);
+    const secondStarted = await started(ids[second]!, 'the second node approved');
+    assert.deepEqual(
+      secondStarted.approvals.map((a) => a.vm),
+      [NODES[second]],
+    );
+    const at = (node: NodeName, reason: string) => kube.events().findIndex((e) => e.node === node && e.reason === reason);
+    assert.ok(
+      at(first, 'Uncordoned') >= 0 && at(first, 'Uncordoned') < at(second, 'Cordoned'),
+      'the second node is cordoned after the first is uncordoned',
+    );
+    const steps = reasons(first);
+    assert.equal(steps.filter((r) => r === 'Cordoned').length, 1, 'cordoned once, through the restart');
+    assert.equal(steps[0], 'Cordoned');
+    assert.equal(steps.filter((r) => r === 'Approved').length, 1);
+    assert.equal(steps.at(-1), 'Uncordoned');
+    assert.ok(steps.indexOf('Drained') < steps.indexOf('Approved'), 'approved once drained');
+    assert.equal(kube.node(first).spec?.unschedulable ?? false, false);
+    // Let the second Reboot end too, so the next test starts with both nodes free.
+    await advance(11 * MINUTE);
+    await waitFor('the second node uncordoned', () => (kube.node(second).spec?.unschedulable ? undefined : true), 30_000);
+    await waitFor('the slot free', () => (kube.lease(NS, 'maintenance-0')?.spec?.holderIdentity ? undefined : true), 30_000);
+  });
+
+  it(
+    'a PodDisruptionBudget that allows nothing fails the drain: reported, never approved, uncordoned after the event',
+    { timeout: 120_000 },
+    async () => {
+      await agents.get('node-a')!.proc.stop();
+      await start('node-a', 6);
+      kube.addPod({
+        name: 'db-0',
+        namespace: 'shop',
+        nodeName: 'node-a',
+        labels: { app: 'db' },
+        owner: { kind: 'StatefulSet', name: 'db' },
+      });
+      kube.addPdb({ name: 'db', namespace: 'shop', matchLabels: { app: 'db' }, minAvailable: 1 });
+      const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm-a'] });
+      const agent = agents.get('node-a')!;
+      await agent.proc.waitForLog('the drain failing', (l) => /drain deadline passed/.test(String(l.error ?? l.msg ?? '')), 30_000);
+      const warning = kube.events({ node: 'node-a' }).find((e) => e.reason === 'DrainFailed');
+      assert.ok(warning, 'a Warning event on the node');
+      assert.match(warning.message, /shop\/db-0 \(PodDisruptionBudget db: /);
+      assert.ok(kube.evictions.filter((e) => e.pod === 'db-0' && e.status === 429).length >= 2, 'retried with backoff');
+      const event = await liveEvent(emu, id);
+      assert.equal(event?.status, 'Scheduled');
+      assert.deepEqual(event?.approvals, [], 'never approved');
+      assert.ok(kube.node('node-a').spec?.unschedulable, 'cordoned while the event is pending');
+      assert.equal(await metric(agent, 'forewarn_agent_kubernetes_drain_failures_total', '{reason="deadline"}'), 1);
+      // The VM reboots: the agent is gone while the event starts at NotBefore, as Azure scheduled it, and ends.
+      await agent.proc.stop('SIGKILL');
+      await advance(16 * MINUTE);
+      await advance(11 * MINUTE);
+      assert.equal(await liveEvent(emu, id), undefined, 'the event is over');
+      assert.ok(kube.node('node-a').spec?.unschedulable, 'still cordoned while the agent is down');
+      // Back up, the agent finds the event ended while it was away, and uncordons.
+      await start('node-a');
+      await waitFor('node-a uncordoned', () => (kube.node('node-a').spec?.unschedulable ? undefined : true), 30_000);
+      await waitFor('the slot given back', () => (kube.lease(NS, 'maintenance-0')?.spec?.holderIdentity ? undefined : true), 30_000);
+      kube.removePod('shop', 'db-0');
+    },
+  );
+
+  it('a node an operator cordoned stays cordoned', { timeout: 120_000 }, async () => {
+    kube.patchNode('node-b', { spec: { unschedulable: true } });
+    const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm-b'] });
+    await started(id, 'node-b approved');
+    await advance(11 * MINUTE);
+    await agents.get('node-b')!.proc.waitForLog('the recovery', (l) => l.msg === 'done with this event', 30_000);
+    assert.equal(kube.node('node-b').spec?.unschedulable, true, 'still cordoned');
+    assert.ok(!reasons('node-b').slice(-3).includes('Uncordoned'));
+    kube.patchNode('node-b', { spec: { unschedulable: false } });
+  });
+
+  it('a Preempt (30 s notice) is cordoned, drained and approved within its notice', { timeout: 90_000 }, async () => {
+    kube.addPod({
+      name: 'web-late',
+      namespace: 'shop',
+      nodeName: 'node-b',
+      labels: { app: 'web' },
+      owner: { kind: 'ReplicaSet', name: 'web' },
+    });
+    const id = await trigger(emu, { type: 'spot-eviction', vms: ['vm-b'] });
+    const notBefore = Date.parse((await liveEvent(emu, id))!.notBefore!);
+    await started(id, 'the Preempt approved', 40_000);
+    assert.ok(Date.now() < notBefore, 'approved before NotBefore');
+    assert.equal(webPods('node-b').length, 0, 'drained');
+    assert.ok(reasons('node-b').includes('Approved'));
+    const agent = agents.get('node-b')!;
+    assert.ok((await metric(agent, 'forewarn_agent_kubernetes_steps_total', '{step="drained"}')) >= 1);
+    assert.ok((await metric(agent, 'forewarn_agent_kubernetes_evictions_total', '{outcome="evicted"}')) >= 1);
+  });
+
+  it('used every permission deploy/kubernetes grants, and no other', () => {
+    const forbidden = kube.requests.filter((r) => r.status === 403);
+    assert.deepEqual(forbidden, [], 'no request was refused');
+    const covers = (g: (typeof GRANTS)[number], p: { verb: string; group: string; resource: string; namespace: string | null }) =>
+      g.verb === p.verb && g.group === p.group && g.resource === p.resource && (g.scope === '*' || g.scope === p.namespace);
+    const used = kube.permissionsUsed();
+    for (const p of used)
+      assert.ok(
+        GRANTS.some((g) => covers(g, p)),
+        `used but not granted: ${JSON.stringify(p)}`,
+      );
+    for (const g of GRANTS)
+      assert.ok(
+        used.some((p) => covers(g, p)),
+        `granted but never used: ${JSON.stringify(g)}`,
+      );
+  });
+});

@@ -1,0 +1,134 @@
+// One kubernetes action's whole life on the runtime, against the fake API server: over budget when
+// no slot frees in time, the slot given back only once the node is Ready, a rerun after a restart
+// that neither waits again nor cordons twice, and a Freeze left alone.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { normalizeKubernetes } from '../../../src/agent/config.js';
+import type { KubeApi } from '../../../src/agent/kubernetes/api.js';
+import { Budget } from '../../../src/agent/kubernetes/budget.js';
+import { KubernetesRuntime, type KubernetesStep } from '../../../src/agent/kubernetes/runtime.js';
+import { AgentMetrics } from '../../../src/agent/metrics.js';
+import type { KubernetesAction, KubernetesRecord } from '../../../src/agent/types.js';
+import type { ScheduledEvent } from '../../../src/client/index.js';
+import { agentApi } from '../../support/fake-kube/client.js';
+import { startFakeKube, type FakeKube } from '../../support/fake-kube/server.js';
+
+let kube: FakeKube;
+let api: KubeApi;
+before(async () => {
+  kube = await startFakeKube({ terminationDelayMs: 100, readyDelayMs: 100 });
+  kube.addNamespace('forewarn');
+  api = agentApi(kube);
+});
+after(() => kube.close());
+
+const ACTION: KubernetesAction = { type: 'kubernetes', name: 'drain', drain: true, timeoutSeconds: 60 };
+const quiet = { info() {}, warn() {}, error() {} };
+let n = 0;
+
+function rig(budgetName: string, minPrepareSeconds = 2) {
+  const node = `rt-node-${++n}`;
+  kube.addNode({ name: node });
+  kube.addNode({ name: `${node}-spare` });
+  const metrics = new AgentMetrics({ defaultMetrics: false });
+  const runtime = new KubernetesRuntime({
+    api,
+    config: {
+      ...normalizeKubernetes(),
+      readyTimeoutSeconds: 30,
+      budget: { slots: 1, namespace: 'forewarn', name: budgetName, leaseDurationSeconds: 60, minPrepareSeconds },
+    },
+    nodeName: node,
+    metrics,
+    log: quiet,
+    now: Date.now,
+    sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+  });
+  let record: KubernetesRecord | undefined;
+  const step = (event: ScheduledEvent): KubernetesStep => ({
+    event,
+    signal: new AbortController().signal,
+    log: quiet,
+    record: () => record,
+    save: async (r) => {
+      record = structuredClone(r);
+      return true;
+    },
+  });
+  return { node, metrics, runtime, step, record: () => record };
+}
+
+const event = (id: string, type: string, notBeforeInMs: number): ScheduledEvent =>
+  ({
+    id,
+    type,
+    status: 'Scheduled',
+    notBefore: new Date(Date.now() + notBeforeInMs),
+    resources: [],
+    description: '',
+    source: 'Platform',
+    durationInSeconds: -1,
+  }) as unknown as ScheduledEvent;
+
+const metricValue = async (metrics: AgentMetrics, name: string) => {
+  const line = (await metrics.text()).split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.split(' ').pop() ?? 0);
+};
+
+describe('kubernetes runtime', () => {
+  it('with every slot held, waits until minPrepareSeconds before the deadline, then prepares over budget and says so', async () => {
+    const r = rig('full');
+    await new Budget(api, {
+      namespace: 'forewarn',
+      name: 'full',
+      slots: 1,
+      leaseDurationSeconds: 60,
+      holder: 'someone-else',
+      now: Date.now,
+    }).tryAcquire();
+    kube.addPod({ name: 'app', namespace: 'rt', nodeName: r.node });
+    const started = Date.now();
+    // NotBefore in 8 s, margin 5 s: the deadline is 3 s away; the wait ends 2 s before it.
+    const result = await r.runtime.prepare(ACTION, r.step(event('E-OVER', 'Reboot', 8_000)));
+    assert.deepEqual(result, { ok: true, error: null }, 'drained all the same');
+    const waited = Date.now() - started;
+    assert.ok(waited >= 800, `waited for a slot first (${waited} ms)`);
+    assert.deepEqual(r.record(), { node: r.node, cordoned: true, slot: null, overBudget: true });
+    assert.equal(await metricValue(r.metrics, 'forewarn_agent_kubernetes_over_budget_total'), 1);
+    assert.ok(kube.events({ node: r.node }).some((e) => e.reason === 'OverBudget' && e.type === 'Warning'));
+    assert.equal(kube.pods(r.node).length, 0);
+  });
+
+  it('gives the slot back only once the node is Ready again, after uncordoning it', async () => {
+    const r = rig('ready');
+    const e = event('E-READY', 'Reboot', 600_000);
+    assert.deepEqual(await r.runtime.prepare(ACTION, r.step(e)), { ok: true, error: null });
+    assert.deepEqual(r.record()?.slot, { namespace: 'forewarn', name: 'ready-0' });
+    kube.setNodeReady(r.node, false);
+    const recovered = r.runtime.recover(r.step(e));
+    await sleep(2_500);
+    assert.equal(kube.node(r.node).spec.unschedulable, false, 'uncordoned at once');
+    assert.equal(kube.lease('forewarn', 'ready-0')?.spec?.holderIdentity, r.node, 'the slot is kept while the node is not Ready');
+    kube.setNodeReady(r.node, true);
+    assert.deepEqual(await recovered, { ok: true, error: null });
+    assert.equal(kube.lease('forewarn', 'ready-0')?.spec?.holderIdentity ?? '', '');
+    assert.deepEqual(r.record(), { node: r.node, cordoned: false, slot: null, overBudget: false });
+  });
+
+  it('run again after a restart, keeps its slot and its cordon: no second wait, no second Cordoned', async () => {
+    const r = rig('rerun');
+    const e = event('E-RERUN', 'Redeploy', 600_000);
+    await r.runtime.prepare(ACTION, r.step(e));
+    await r.runtime.prepare(ACTION, r.step(e));
+    assert.equal(kube.events({ node: r.node }).filter((x) => x.reason === 'Cordoned').length, 1);
+    assert.equal(kube.lease('forewarn', 'rerun-0')?.spec?.leaseTransitions, 0, 'the same holder throughout');
+  });
+
+  it('leaves the node alone for a Freeze by default', async () => {
+    const r = rig('freeze');
+    assert.deepEqual(await r.runtime.prepare(ACTION, r.step(event('E-FREEZE', 'Freeze', 600_000))), { ok: true, error: null });
+    assert.equal(kube.node(r.node).spec.unschedulable ?? false, false);
+    assert.equal(r.record(), undefined, 'no slot taken');
+  });
+});
