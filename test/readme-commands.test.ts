@@ -23,6 +23,10 @@ const LEFT_OUT: Record<string, string> = {
   'npm start': 'runs until Ctrl-C; it is `forewarn emulator` with no flags, which this test starts as the default emulator',
   'npm test': 'the whole test suite, this test included',
   'npx forewarn watch --json | jq .': 'runs until Ctrl-C; test/cli/client-commands.test.ts drives watch',
+  'npx forewarn record --endpoint http://169.254.169.254 --output incident.jsonl --events 1 --anonymise':
+    'needs an Azure VM; test/cli/record.test.ts records the emulator',
+  'npx forewarn replay incident.jsonl --imds 127.0.0.1:8169 --control 127.0.0.1:8170':
+    'runs until Ctrl-C, on the default ports; test/emulator/replay/replay.test.ts drives replay',
 };
 
 /** Placeholders a reader fills in, and what the test puts there: the newest Scheduled event of the emulator. */

@@ -6,6 +6,8 @@ import { registerApproveCommand } from './approve.js';
 import { registerEmulatorCommand } from './emulator.js';
 import { registerEventsCommand } from './events.js';
 import { CliError, UsageError, processIo, type Io } from './errors.js';
+import { registerRecordCommand } from './record.js';
+import { registerReplayCommand } from './replay.js';
 import { registerScenarioCommand } from './scenario.js';
 import { registerTriggerCommand } from './trigger.js';
 import { registerWatchCommand } from './watch.js';
@@ -26,6 +28,8 @@ export function buildProgram(io: Io = processIo): Command {
   registerEventsCommand(program, io);
   registerApproveCommand(program, io);
   registerWatchCommand(program, io);
+  registerRecordCommand(program, io);
+  registerReplayCommand(program, io);
   registerAgentCommand(program, io);
   return program;
 }

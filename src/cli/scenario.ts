@@ -1,5 +1,7 @@
 // `forewarn scenario list | validate FILE | run NAME|FILE`: scripted maintenance stories.
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import { stringify as stringifyYaml } from 'yaml';
 import type { Command } from 'commander';
 import { Emulator } from '../emulator/emulator.js';
 import { TIMING_PROFILES, parseTimingFactor } from '../emulator/engine/timing.js';
@@ -8,10 +10,12 @@ import type { Scenario, ScenarioReport, StepReport } from '../emulator/scenarios
 import { builtinScenarios, loadBuiltinScenario } from '../emulator/scenarios/library.js';
 import { ScenarioError, loadScenarioFile } from '../emulator/scenarios/load.js';
 import { runScenario } from '../emulator/scenarios/runner.js';
+import { scenarioFromRecording } from '../emulator/scenarios/from-recording.js';
 import { parseHostPort, type HostPort } from './address.js';
 import { DEFAULT_IMDS } from './emulator.js';
 import { callControl, resolveToken } from './control-api.js';
 import { CliError, UsageError, type Io } from './errors.js';
+import { loadRecording } from './replay.js';
 
 /** [choice] A manual-clock run posted to an emulator should answer at once; this covers a slow machine. */
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -299,6 +303,31 @@ export function registerScenarioCommand(program: Command, io: Io): void {
       }
       const width = Math.max(...all.map((s) => s.name.length));
       for (const s of all) io.stdout(`${s.name.padEnd(width)}  ${s.description}\n`);
+    });
+  scenario
+    .command('from-recording')
+    .description('turn a recording (forewarn record) into a scenario whose expectations are what the VM saw')
+    .argument('<FILE>', 'the recording')
+    .option('--name <NAME>', 'the scenario name (default: the file name)')
+    .option('--output <FILE>', 'write the scenario here (a new file) instead of stdout')
+    .action((file: string, flags: { name?: string; output?: string }) => {
+      const recording = loadRecording(file);
+      const name = flags.name ?? basename(file).replace(/\.[^.]*$/, '');
+      let text: string;
+      try {
+        text = stringifyYaml(scenarioFromRecording(recording, name));
+      } catch (err) {
+        throw new UsageError(`${file}: ${(err as Error).message}`);
+      }
+      if (flags.output === undefined) return io.stdout(text);
+      try {
+        writeFileSync(flags.output, text, { flag: 'wx' });
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') throw new UsageError(`--output ${flags.output} already exists; name a new file`);
+        throw new CliError(`cannot write ${flags.output}: ${code ?? (err as Error).message}`);
+      }
+      io.stderr(`forewarn: wrote scenario ${name} (${recording.changes.length} documents) to ${flags.output}\n`);
     });
   scenario
     .command('validate')

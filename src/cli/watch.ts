@@ -15,6 +15,7 @@ import {
 } from './endpoint.js';
 import { formatShortIso } from './events.js';
 import type { Io } from './errors.js';
+import { untilStopped } from './stop-signal.js';
 
 export interface RawWatchFlags extends EndpointFlags {
   json?: boolean;
@@ -89,15 +90,6 @@ export function registerWatchCommand(program: Command, io: Io): void {
     .option('--json', 'NDJSON: {time, kind, incarnation, event} per change, {time, error, msSinceSuccess} per failed read')
     .action(async (flags: RawWatchFlags) => {
       const request = parseWatchArgs(flags, io.env);
-      const controller = new AbortController();
-      const stop = () => controller.abort();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      try {
-        await runWatch(request, io, { signal: controller.signal });
-      } finally {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-      }
+      await untilStopped((signal) => runWatch(request, io, { signal }));
     });
 }

@@ -4,3 +4,14 @@ export { EmulatorOptionError, type Address, type FleetDefinition, type StartEmul
 export type { VmSpec } from './engine/fleet.js';
 export type { Clock } from '../shared/clock.js';
 export { ControlApiError, ControlConnectionError } from '../control/errors.js';
+export { Replay, startReplay, type ReplayOptions, type ReplayStatus } from './replay/server.js';
+export type { Divergence, ReplayReport } from './replay/timeline.js';
+export {
+  anonymise,
+  parseRecording,
+  serializeRecording,
+  RecordingError,
+  type Recording,
+  type RecordingHeader,
+  type RecordedChange,
+} from '../protocol/recording.js';
