@@ -28,7 +28,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/shared/clock.ts', 'src/client/clock.ts', 'bench/**', 'test/**', 'scripts/**'],
+    files: ['src/shared/clock.ts', 'src/client/clock.ts', 'bench/**', 'test/**', 'scripts/**', 'examples/**'],
     rules: { 'no-restricted-properties': 'off' },
   },
 );

@@ -25,6 +25,8 @@ const LEFT_OUT: Record<string, string> = {
   'npx forewarn watch --json | jq .': 'runs until Ctrl-C; test/cli/client-commands.test.ts drives watch',
   'npx forewarn record --endpoint http://169.254.169.254 --output incident.jsonl --events 1 --anonymise':
     'needs an Azure VM; test/cli/record.test.ts records the emulator',
+  'curl -s -X PUT http://127.0.0.1:8170/v1/vms/vm0/process -H \'content-type: application/json\' -d \'{"command": ["node", "examples/impact-demo/service.mjs", "18080", "vm0"]}\'':
+    'starts a server on a fixed port that outlives the command; test/emulator/impact drives binding, and the demo below binds for real',
   'npx forewarn replay incident.jsonl --imds 127.0.0.1:8169 --control 127.0.0.1:8170':
     'runs until Ctrl-C, on the default ports; test/emulator/replay/replay.test.ts drives replay',
 };
@@ -51,6 +53,11 @@ const EXPECT: { command: string; output: RegExp; why: string }[] = [
   },
   { command: 'scenario run scenarios/spot-eviction.yaml', output: /passed: all \d+ steps/, why: 'the live scenario passes' },
   { command: 'scenario run live-migration --control', output: /passed: all \d+ steps/, why: 'the remote scenario passes' },
+  {
+    command: 'node examples/impact-demo/run.mjs',
+    output: /with the agent +\d+ answered +0 lost/,
+    why: 'the demo loses requests only without the agent',
+  },
 ];
 
 interface Block {

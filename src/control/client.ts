@@ -15,6 +15,8 @@ import type {
   OperationList,
   OperationStatus,
   PageQuery,
+  ProcessBinding,
+  ProcessBody,
   ScenarioBody,
   ScenarioList,
   ScenarioRun,
@@ -39,7 +41,7 @@ export const DEFAULT_CONTROL_TIMEOUT_MS = 30_000;
 // The client loads nothing outside src/control at run time; the type holds this to the contract's value.
 const PREFER_ERROR_FIELD: typeof ERROR_FIELD_PREFERENCE = 'error-field';
 
-type Method = 'GET' | 'POST' | 'DELETE';
+type Method = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 export class ControlClient {
   readonly baseUrl: string;
@@ -75,6 +77,18 @@ export class ControlClient {
   /** Starts a VM a Spot eviction deallocated; 409 when it is not deallocated. */
   startVm(name: string): Promise<Vm> {
     return this.#call('POST', `/v1/vms/${seg(name)}/start`);
+  }
+  /** Real impact: binds the VM to a pid, a pidfile or a command (argv) Forewarn starts and owns. */
+  bindProcess(vm: string, body: ProcessBody): Promise<ProcessBinding> {
+    return this.#call('PUT', `/v1/vms/${seg(vm)}/process`, body);
+  }
+  /** What the VM is bound to, with its impact log; 404 when it is bound to nothing. */
+  processOf(vm: string): Promise<ProcessBinding> {
+    return this.#call('GET', `/v1/vms/${seg(vm)}/process`);
+  }
+  /** Unbinds the VM: an owned command is terminated, a process Forewarn stopped is continued. */
+  unbindProcess(vm: string): Promise<ProcessBinding> {
+    return this.#call('DELETE', `/v1/vms/${seg(vm)}/process`);
   }
   /** The Scheduled Events document the VM would see now; the API's newest version unless told. */
   document(vm: string, options: { apiVersion?: string } = {}): Promise<Document> {

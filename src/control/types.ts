@@ -8,6 +8,7 @@ export type VmBody = z.input<typeof S.VmBody>;
 export type OperationBody = z.input<typeof S.OperationBody>;
 export type FaultBody = z.input<typeof S.FaultBody>;
 export type ScenarioBody = z.input<typeof S.ScenarioBody>;
+export type ProcessBody = z.input<typeof S.ProcessBody>;
 
 /** What the API answers: the schemas' output types. */
 export type Vm = z.output<typeof S.VmResponse>;
@@ -23,6 +24,8 @@ export type Clock = z.output<typeof S.ClockResponse>;
 export type Fault = z.output<typeof S.FaultResponse>;
 export type ScenarioRun = z.output<typeof S.ScenarioRun>;
 export type ScenarioList = z.output<typeof S.ScenarioList>;
+export type ProcessBinding = z.output<typeof S.ProcessResponse>;
+export type ImpactEntry = z.output<typeof S.ImpactEntryResponse>;
 
 /** A page of GET /v1/operations or GET /v1/history. */
 export interface PageQuery {

@@ -14,6 +14,7 @@ export type { ClockResponse, EndedEventResponse, EventResponse, FleetResponse, O
 export type Fault = FaultResponse;
 export type VmResponse = FleetResponse['vms'][number];
 export type DeletedVmResponse = FleetResponse['deleted'][number];
+export type { ImpactEntry } from '../emulator/impact/log.js';
 
 export interface ScenarioInfo {
   name: string;

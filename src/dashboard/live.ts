@@ -4,7 +4,7 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import type { StreamTopic } from '../emulator/control/schemas.js';
 import { STREAM_RETRY_AFTER_SECONDS } from '../protocol/control.js';
-import type { ControlApi } from './api.js';
+import type { ControlApi, ImpactEntry } from './api.js';
 
 export type LinkState = 'connecting' | 'live' | 'reconnecting' | 'unauthorized';
 
@@ -14,6 +14,8 @@ export interface LiveHandlers {
   onChanged(topics: readonly StreamTopic[], now: string): void;
   /** A VM's document changed; `incarnation` is absent when the VM was removed. */
   onDocument(vm: string, incarnation: number | undefined): void;
+  /** Real impact did something to a VM's bound process (an `impact` frame). */
+  onImpact(entry: ImpactEntry): void;
   onState(state: LinkState): void;
 }
 
@@ -50,6 +52,8 @@ export async function keepLive(api: ControlApi, handlers: LiveHandlers, signal: 
           handlers.onChanged(data.topics as StreamTopic[], String(data.now));
         } else if (message.event === 'document') {
           handlers.onDocument(String(data.vm), typeof data.incarnation === 'number' ? data.incarnation : undefined);
+        } else if (message.event === 'impact') {
+          handlers.onImpact(data as unknown as ImpactEntry);
         }
       }
       // The emulator closed the stream (it stopped): go round again.

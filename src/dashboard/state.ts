@@ -9,6 +9,7 @@ import {
   type EventResponse,
   type Fault,
   type FleetResponse,
+  type ImpactEntry,
   type OperationResponse,
   type ScenarioInfo,
 } from './api.js';
@@ -26,6 +27,8 @@ export interface Model {
   clock: ClockResponse | null;
   faults: Fault[];
   scenarios: ScenarioInfo[];
+  /** The last thing real impact did to each VM's bound process, as the stream told it. */
+  impacts: Readonly<Record<string, ImpactEntry>>;
   /** The emulator's time as last heard, and when (performance.now) it was heard. */
   serverNow: number;
   heardAt: number;
@@ -50,6 +53,7 @@ const EMPTY: Model = {
   clock: null,
   faults: [],
   scenarios: [],
+  impacts: {},
   serverNow: 0,
   heardAt: 0,
 };
@@ -141,6 +145,7 @@ export function useDashboard(): Dashboard {
           if (topics.includes('scenarios')) setScenarioVersion((v) => v + 1);
         },
         onDocument: () => setDocumentVersion((v) => v + 1),
+        onImpact: (entry) => setModel((m) => ({ ...m, impacts: { ...m.impacts, [entry.vm]: entry } })),
         onState: (state) => {
           setLink(state);
           if (state === 'unauthorized') setNeedsToken(true);

@@ -9,6 +9,7 @@ import { EngineError } from './engine/errors.js';
 import type { VmSpec } from './engine/fleet.js';
 import { Timing } from './engine/timing.js';
 import { buildControlServer } from './control/server.js';
+import { ImpactController } from './impact/controller.js';
 import { FaultRegistry } from './imds/faults.js';
 import { buildImdsServer } from './imds/server.js';
 import { DEFAULT_RATE_LIMIT, RateLimiter } from './imds/rate-limit.js';
@@ -61,6 +62,7 @@ export class Emulator {
   #timerAt: number | undefined;
   #unsubscribe: (() => void) | undefined;
   #closing: Promise<void> | undefined;
+  #impact!: ImpactController;
 
   private constructor(
     readonly engine: Engine,
@@ -108,6 +110,8 @@ export class Emulator {
     const durable = statePath === undefined ? undefined : () => writer!.durable();
     const imds = buildImdsServer({ engine, faults, rateLimiter, durable }, serverOptions);
     const allowHosts = [...(options.allowHosts ?? [])];
+    // Real impact on processes bound to VMs; closed with the emulator, so no command it started outlives it.
+    const impact = new ImpactController(engine);
     const control = buildControlServer(
       { engine, clock, faults, rateLimiter, token: options.token, allowHosts, durable },
       {
@@ -115,6 +119,7 @@ export class Emulator {
         ...(options.maxRequestVms !== undefined ? { maxRequestVms: options.maxRequestVms } : {}),
         ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
         ...(options.streamBufferBytes !== undefined ? { streamBufferBytes: options.streamBufferBytes } : {}),
+        impact,
       },
     );
     if (snapshot) {
@@ -131,14 +136,20 @@ export class Emulator {
       try {
         writer.start();
       } catch (err) {
-        await Promise.allSettled([imds.close(), control.close()]);
+        await Promise.allSettled([imds.close(), control.close(), impact.close()]);
         throw new StateFileError(`${statePath}: cannot write the state file: ${(err as Error).message}`, statePath);
       }
     }
     const emulator = new Emulator(engine, clock, faults, rateLimiter, imds, control, snapshot ? statePath : undefined, writer);
     emulator.#allowHosts = allowHosts;
+    emulator.#impact = impact;
     emulator.#startTimer();
     return emulator;
+  }
+
+  /** Real impact: the processes bound to VMs and what was done to them. */
+  get impact(): ImpactController {
+    return this.#impact;
   }
 
   /** Starts both servers; port 0 picks a free port, and the URLs report the real ones. */
@@ -164,7 +175,7 @@ export class Emulator {
       this.#stopTimer();
       this.#stateWriter?.flush();
       try {
-        await Promise.all([this.imds.close(), this.control.close()]);
+        await Promise.all([this.imds.close(), this.control.close(), this.#impact.close()]);
       } finally {
         // Anything that changed while requests drained is saved too.
         this.#stateWriter?.close();

@@ -97,7 +97,13 @@ export function App() {
 
       <main class="grid">
         <Panel id="fleet" title="Fleet" className="area-fleet">
-          <FleetView fleet={model.fleet} selected={selected} onToggle={toggle} onSelectOnly={(vms) => setSelected(new Set(vms))} />
+          <FleetView
+            fleet={model.fleet}
+            impacts={model.impacts}
+            selected={selected}
+            onToggle={toggle}
+            onSelectOnly={(vms) => setSelected(new Set(vms))}
+          />
         </Panel>
 
         <Panel

@@ -1,8 +1,10 @@
 // Tenants, then fault domains, then VMs; and the hosts with the tenants they carry.
-import type { DeletedVmResponse, FleetResponse, VmResponse } from '../api.js';
+import type { DeletedVmResponse, FleetResponse, ImpactEntry, VmResponse } from '../api.js';
 
 interface Props {
   fleet: FleetResponse | null;
+  /** The last real impact on each VM's bound process. */
+  impacts?: Readonly<Record<string, ImpactEntry>>;
   selected: ReadonlySet<string>;
   onToggle(vm: string): void;
   onSelectOnly(vms: readonly string[]): void;
@@ -12,7 +14,7 @@ type Row = { kind: 'live'; vm: VmResponse } | { kind: 'deleted'; vm: DeletedVmRe
 
 const ACTIVATION_LABEL = { enabled: 'activated', enabling: 'activating', disabled: 'not activated' } as const;
 
-export function FleetView({ fleet, selected, onToggle, onSelectOnly }: Props) {
+export function FleetView({ fleet, impacts = {}, selected, onToggle, onSelectOnly }: Props) {
   if (!fleet) return <p class="muted">Loading the fleet…</p>;
   const tenants = new Map<string, { kind: string; faultDomainCount: number; rows: Row[] }>();
   for (const t of fleet.tenants) tenants.set(t.name, { kind: t.kind, faultDomainCount: t.faultDomainCount, rows: [] });
@@ -61,7 +63,13 @@ export function FleetView({ fleet, selected, onToggle, onSelectOnly }: Props) {
                         <span class="fd-label">FD {fd}</span>
                         <ul class="vms">
                           {rows.map((row) => (
-                            <VmItem key={row.vm.name} row={row} checked={selected.has(row.vm.name)} onToggle={onToggle} />
+                            <VmItem
+                              key={row.vm.name}
+                              row={row}
+                              checked={selected.has(row.vm.name)}
+                              impact={impacts[row.vm.name]}
+                              onToggle={onToggle}
+                            />
                           ))}
                         </ul>
                       </li>
@@ -87,7 +95,23 @@ export function FleetView({ fleet, selected, onToggle, onSelectOnly }: Props) {
   );
 }
 
-function VmItem({ row, checked, onToggle }: { row: Row; checked: boolean; onToggle(vm: string): void }) {
+/** `SIGSTOP pid 4242`, `started pid 4250`, `exited pid 4242`: what real impact last did. */
+export function impactLabel(entry: ImpactEntry): string {
+  const what = entry.signal ?? (entry.action === 'start' ? 'started' : entry.action === 'exit' ? 'exited' : entry.action);
+  return entry.pid === null ? what : `${what} pid ${entry.pid}`;
+}
+
+function VmItem({
+  row,
+  checked,
+  impact,
+  onToggle,
+}: {
+  row: Row;
+  checked: boolean;
+  impact?: ImpactEntry | undefined;
+  onToggle(vm: string): void;
+}) {
   if (row.kind === 'deleted') {
     return (
       <li class="vm deleted" data-vm={row.vm.name} data-state="deleted">
@@ -111,6 +135,11 @@ function VmItem({ row, checked, onToggle }: { row: Row; checked: boolean; onTogg
         {ACTIVATION_LABEL[vm.scheduledEvents]}
       </span>
       {vm.priority === 'Spot' && <span class="tag">Spot</span>}
+      {impact && (
+        <span class={`impact impact-${impact.action}`} title={`${impact.detail} (${impact.at})`}>
+          {impactLabel(impact)}
+        </span>
+      )}
     </li>
   );
 }

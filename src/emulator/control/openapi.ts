@@ -12,7 +12,7 @@ type Json = Record<string, unknown>;
 
 /** How a route is described; `path` is in fastify form (`:name`), the document uses `{name}`. */
 export interface RouteDoc {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'PUT' | 'POST' | 'DELETE';
   path: string;
   summary: string;
   /** Component id of the JSON request body, if the route takes one. */
@@ -50,6 +50,32 @@ export const ROUTES: readonly RouteDoc[] = [
     path: '/v1/vms/:name/start',
     summary: 'Start a VM a Spot eviction deallocated: it runs and gets events again',
     responses: { 200: 'Vm', 404: 'Error', 409: 'Error' },
+  },
+  {
+    method: 'PUT',
+    path: '/v1/vms/:name/process',
+    summary:
+      'Real impact: bind the VM to a local process (a pid, a pidfile, or a command Forewarn starts and owns). ' +
+      'Freeze stops it (SIGSTOP, then SIGCONT); Reboot and Redeploy terminate it and start an owned command again; Preempt, Terminate and Delete end it for good',
+    body: 'ProcessBody',
+    responses: {
+      200: 'Process',
+      400: json('Error', 'A bad body, or a pid that may not be bound (pid 1, the emulator, no such process); the message says which'),
+      404: 'Error',
+      409: json('Error', 'The VM is not running (rebooting, deallocated, …)'),
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/vms/:name/process',
+    summary: 'What the VM is bound to, and its impact log',
+    responses: { 200: 'Process', 404: json('Error', 'No such VM, or it is bound to no process') },
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/vms/:name/process',
+    summary: 'Unbind: an owned command is terminated (SIGTERM, then SIGKILL), a process Forewarn stopped is continued',
+    responses: { 200: 'Process', 404: json('Error', 'No such VM, or it is bound to no process') },
   },
   {
     method: 'GET',
@@ -200,7 +226,8 @@ export const ROUTES: readonly RouteDoc[] = [
       200: {
         description:
           'An event stream. `hello` (data: StreamHello) on connect; `document` (data: StreamDocument) per changed VM; ' +
-          'with include=changes, `changed` (data: StreamChanged); a `: keep-alive` comment every 15 s. ' +
+          'with include=changes, `changed` (data: StreamChanged); `impact` (data: ImpactEntry) when real impact signals or starts a bound process; ' +
+          'a `: keep-alive` comment every 15 s. ' +
           `A client that stops reading is reset once more than ${DEFAULT_STREAM_BUFFER_KIB} KiB (--stream-buffer-kib) wait unsent for it; ` +
           'reconnect, and treat the new `hello` as "fetch everything afresh".',
         content: { 'text/event-stream': { schema: { type: 'string' } } },

@@ -22,6 +22,10 @@ import { VM_STATES } from '../engine/vm-state.js';
 import { FAULT_STATUSES } from '../imds/faults.js';
 import { ScenarioDocumentSchema, ScenarioReportSchema } from '../scenarios/format.js';
 import { InstanceSettingsSchema, VmSpecSchema } from '../fleet/vm-spec.js';
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, PROCESS_KINDS } from '../impact/binding.js';
+import { IMPACT_SIGNALS } from '../impact/signals.js';
+import type { ProcessView } from '../impact/controller.js';
+import { IMPACT_ACTIONS, PROCESS_STATUSES, type ImpactEntry } from '../impact/log.js';
 
 /** Every schema the OpenAPI document names, keyed by its component id. */
 export const registry = z.registry<{ id: string; description?: string }>();
@@ -93,6 +97,30 @@ export const FaultBody = z
   })
   .register(registry, { id: 'FaultBody', description: 'At least one of status, latencyMs or drop' });
 export type FaultBody = z.infer<typeof FaultBody>;
+
+const noNul = (s: string) => !s.includes('\0');
+const pathText = z.string().min(1).max(4096).refine(noNul, 'must not contain a NUL character');
+
+export const ProcessBody = z
+  .strictObject({
+    pid: z.int().positive().optional().meta({ description: 'A running process; never 1, the emulator itself, or its own process group' }),
+    pidfile: pathText.optional().meta({ description: 'A file holding the pid; read again before each action' }),
+    command: z
+      .array(z.string().min(1).max(4096).refine(noNul, 'must not contain a NUL character'))
+      .min(1)
+      .max(256)
+      .optional()
+      .meta({ description: 'argv of a command Forewarn starts (no shell), owns, and starts again after a Reboot or Redeploy' }),
+    cwd: pathText.optional().meta({ description: "The command's working directory; the emulator's by default" }),
+    graceSeconds: z
+      .number()
+      .min(0)
+      .max(MAX_GRACE_SECONDS)
+      .optional()
+      .meta({ description: `Seconds between SIGTERM and SIGKILL; ${DEFAULT_GRACE_SECONDS} by default` }),
+  })
+  .register(registry, { id: 'ProcessBody', description: 'Exactly one of pid, pidfile or command' });
+export type ProcessBody = z.infer<typeof ProcessBody>;
 
 // ---- responses (documentation and handler return types) ----------------------
 
@@ -334,6 +362,47 @@ export const FaultEnvelope = z.object({ fault: FaultResponse }).register(registr
 export const FaultList = z.object({ faults: z.array(FaultResponse) }).register(registry, { id: 'FaultList' });
 export const OkResponse = z.object({ ok: z.literal(true) }).register(registry, { id: 'Ok' });
 export const ClearedResponse = z.object({ ok: z.literal(true), cleared: z.int() }).register(registry, { id: 'Cleared' });
+
+export const ImpactEntryResponse = z
+  .object({
+    vm: z.string(),
+    action: z.enum(IMPACT_ACTIONS).meta({
+      description:
+        'stop, continue, terminate, kill: SIGSTOP, SIGCONT, SIGTERM, SIGKILL sent; start: an owned command started; exit: the process ended; ' +
+        'skip: nothing could be done (detail says why); bind, unbind',
+    }),
+    pid: z.union([z.int(), z.null()]),
+    signal: z.union([z.enum(IMPACT_SIGNALS), z.null()]),
+    ok: z.boolean(),
+    vmState: z.enum(VM_STATES).meta({ description: 'The VM state that called for it' }),
+    at: isoTime.meta({ description: 'Wall-clock time' }),
+    simulatedAt: isoTime.meta({ description: "The emulator's clock" }),
+    detail: z.string(),
+  })
+  .register(registry, {
+    id: 'ImpactEntry',
+    description: 'One thing real impact did to a bound process; also the data of an `impact` event on /v1/stream',
+  });
+export const ProcessResponse = z
+  .object({
+    vm: z.string(),
+    kind: z.enum(PROCESS_KINDS),
+    pid: z.union([z.int(), z.null()]).meta({ description: 'The process now, or last; null when an owned command is not running' }),
+    pidfile: z.string().optional(),
+    command: z.array(z.string()).optional(),
+    cwd: z.string().optional(),
+    graceSeconds: z.number(),
+    owned: z.boolean().meta({ description: 'Forewarn started it: it signals its process group and starts it again after a reboot' }),
+    status: z.enum(PROCESS_STATUSES),
+    boundAt: isoTime,
+    stderr: z.string().optional().meta({ description: "The end of an owned command's stderr" }),
+    log: z.array(ImpactEntryResponse).meta({ description: 'Oldest first; the last 100' }),
+  })
+  .register(registry, { id: 'Process', description: 'What a VM is bound to, and what real impact has done to it' });
+const _processMatchesController: [
+  Same<z.infer<typeof ProcessResponse>, ProcessView>,
+  Same<z.infer<typeof ImpactEntryResponse>, ImpactEntry>,
+] = [true, true];
 
 export const StreamHello = z.object({ now: isoTime }).register(registry, { id: 'StreamHello' });
 export const STREAM_TOPICS = ['engine', 'clock', 'faults', 'scenarios'] as const;

@@ -30,6 +30,8 @@ import { registerScenarioRoutes } from './scenarios.js';
 import { clockJson, endedJson, eventJson, fleetJson, operationJson, stepsJson, vmJson } from './presenters.js';
 import { StreamHub } from './stream.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
+import { ImpactController } from '../impact/controller.js';
+import { registerImpactRoutes } from '../impact/routes.js';
 
 export interface ControlServerOptions {
   logger?: boolean | object;
@@ -43,6 +45,8 @@ export interface ControlServerOptions {
   dashboardDir?: string;
   /** The most VMs one request may build (`--max-request-vms`); MAX_FLEET_VMS by default. */
   maxRequestVms?: number | undefined;
+  /** Real impact on bound processes; the server makes (and closes) its own when none is given. */
+  impact?: ImpactController | undefined;
 }
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
@@ -176,12 +180,17 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   // The registry and the clock report their own changes, whoever made them: IMDS using a fault up, a scenario moving time.
   const offFaults = faults.onChange(() => hub.notify('faults'));
   const offClock = ctx.clock.onAdvance?.(() => hub.notify('clock'));
+  const impact = options.impact ?? new ImpactController(engine);
+  const offImpact = impact.onImpact((entry) => hub.impact(entry));
   app.addHook('preClose', async () => {
     closing = true;
     offFaults();
     offClock?.();
+    offImpact();
     hub.closeAll();
   });
+  // The emulator closes the controller it gave; one made here goes with the server.
+  if (!options.impact) app.addHook('onClose', async () => impact.close());
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
@@ -220,6 +229,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     engine.removeVm(request.params.name);
     return spec;
   });
+
+  registerImpactRoutes(app, impact);
 
   app.post<{ Params: { name: string } }>('/v1/vms/:name/start', async (request) => vmJson(ctx, engine.startVm(request.params.name)));
 

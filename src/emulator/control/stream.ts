@@ -8,6 +8,7 @@ import { LATEST_API_VERSION } from '../../protocol/versions.js';
 import { STREAM_RETRY_AFTER_SECONDS } from '../../protocol/control.js';
 import type { Engine } from '../engine/engine.js';
 import type { StreamTopic } from './schemas.js';
+import type { ImpactEntry } from '../impact/log.js';
 
 /** [choice] Proxies and idle timeouts drop a silent stream; a comment every 15 s keeps it open. */
 export const KEEP_ALIVE_MS = 15_000;
@@ -64,6 +65,7 @@ export interface OpenOptions {
 export class StreamHub {
   readonly #closers = new Set<() => void>();
   readonly #changeListeners = new Set<(topic: StreamTopic) => void>();
+  readonly #impactSenders = new Set<(text: string) => void>();
   /** The last document frame of each VM: rendered once, whichever streams send it. */
   readonly #frames = new Map<string, { incarnation: number; text: string }>();
   readonly #maxStreams: number;
@@ -99,6 +101,13 @@ export class StreamHub {
   /** Tells `changes` streams about a change outside the engine (the clock, faults, scenario runs). */
   notify(topic: StreamTopic): void {
     for (const listener of this.#changeListeners) listener(topic);
+  }
+
+  /** Tells every stream what real impact did to a bound process: an `impact` frame. */
+  impact(entry: ImpactEntry): void {
+    if (this.#impactSenders.size === 0) return;
+    const text = frame('impact', entry);
+    for (const send of this.#impactSenders) send(text);
   }
 
   /** The frame for a VM's document at `incarnation`, its current one. */
@@ -190,6 +199,7 @@ export class StreamHub {
     const onMutation = () => onTopic('engine');
     const unsubscribeMutations = options.changes ? engine.onMutation(onMutation) : () => false;
     if (options.changes) this.#changeListeners.add(onTopic);
+    this.#impactSenders.add(send);
 
     const keepAlive = setInterval(() => send(': keep-alive\n\n'), this.options.keepAliveMs ?? KEEP_ALIVE_MS);
     keepAlive.unref();
@@ -201,6 +211,7 @@ export class StreamHub {
       unsubscribe();
       unsubscribeMutations();
       this.#changeListeners.delete(onTopic);
+      this.#impactSenders.delete(send);
       if (flush) clearImmediate(flush);
       clearInterval(keepAlive);
       this.#closers.delete(close);

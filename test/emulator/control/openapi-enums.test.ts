@@ -30,6 +30,9 @@ import { VM_STATES } from '../../../src/emulator/engine/vm-state.js';
 import { FAULT_STATUSES, FaultRegistry } from '../../../src/emulator/imds/faults.js';
 import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { ACTIONS } from '../../../src/emulator/scenarios/format.js';
+import { PROCESS_KINDS } from '../../../src/emulator/impact/binding.js';
+import { IMPACT_ACTIONS, PROCESS_STATUSES } from '../../../src/emulator/impact/log.js';
+import { IMPACT_SIGNALS } from '../../../src/emulator/impact/signals.js';
 
 type Json = Record<string, unknown>;
 
@@ -96,6 +99,10 @@ const PLACES: readonly [string, readonly (string | number)[], readonly unknown[]
   ['StreamChanged.topics', [...schema('StreamChanged', 'properties', 'topics', 'items'), 'enum'], STREAM_TOPICS],
   ['ScenarioBody.timing', [...schema('ScenarioBody', 'properties', 'timing', 'anyOf', 0), 'enum'], TIMING_PROFILE_NAMES],
   ['ScenarioRun.status', prop('ScenarioRun', 'status'), SCENARIO_RUN_STATUSES],
+  ['Process.kind', prop('Process', 'kind'), PROCESS_KINDS],
+  ['Process.status', prop('Process', 'status'), PROCESS_STATUSES],
+  ['ImpactEntry.action', prop('ImpactEntry', 'action'), IMPACT_ACTIONS],
+  ['ImpactEntry.signal', [...schema('ImpactEntry', 'properties', 'signal', 'anyOf', 0), 'enum'], IMPACT_SIGNALS],
 ];
 
 /** Every list the document may take an enum from; an enum equal to none of them was typed out somewhere. */
@@ -125,6 +132,10 @@ const DECLARED: readonly (readonly unknown[])[] = [
   TIMING_PROFILE_NAMES,
   SCENARIO_RUN_STATUSES,
   ACTIONS,
+  PROCESS_KINDS,
+  PROCESS_STATUSES,
+  IMPACT_ACTIONS,
+  IMPACT_SIGNALS,
 ];
 
 /**
