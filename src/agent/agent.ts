@@ -15,7 +15,7 @@ import {
 import { sleep as abortableSleep } from '../client/retry.js';
 import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
-import { resolveVmName } from './identity.js';
+import { resolveVmIdentity, resourceIdOf } from './identity.js';
 import { Journal } from './journal.js';
 import { decideApproval, shouldResend, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
@@ -177,6 +177,8 @@ export class Agent {
   #dryRunDir: string | null = null;
   #server: StatusServer | null = null;
   #vmName = '';
+  /** IMDS compute's resourceId, once read. */
+  #resourceId: string | null = null;
   readonly #onListening: ((url: string) => void) | undefined;
   readonly #kubeApi: KubeApi | undefined;
   readonly #env: NodeJS.ProcessEnv;
@@ -349,7 +351,9 @@ export class Agent {
   async #resolveName(): Promise<void> {
     for (let failures = 0; ; failures++) {
       try {
-        this.#vmName = await resolveVmName(this.config, this.#client, { signal: this.#stop.signal });
+        ({ name: this.#vmName, resourceId: this.#resourceId } = await resolveVmIdentity(this.config, this.#client, {
+          signal: this.#stop.signal,
+        }));
         this.#log.info({ vmName: this.#vmName, endpoint: this.#client.endpoint, dryRun: this.dryRun }, 'agent started');
         return;
       } catch (err) {
@@ -396,9 +400,9 @@ export class Agent {
         .map((e) => ({ eventId: e.eventId, slot: e.kubernetes!.slot! }));
     for (let failures = 0; ; failures++) {
       try {
-        const compute = await this.#client.getCompute({ signal: this.#stop.signal });
-        const resourceId = typeof compute.raw.resourceId === 'string' ? compute.raw.resourceId : null;
-        await runtime.checkNode({ name: this.#vmName, resourceId });
+        // Read at start-up with the name, unless the config named the VM.
+        this.#resourceId ??= resourceIdOf((await this.#client.getCompute({ signal: this.#stop.signal })).raw);
+        await runtime.checkNode({ name: this.#vmName, resourceId: this.#resourceId });
         break;
       } catch (err) {
         if (this.#stop.signal.aborted) return;

@@ -11,18 +11,33 @@ export async function resolveVmName(
   client: ScheduledEventsClient,
   options: { signal?: AbortSignal } = {},
 ): Promise<string> {
-  if (config.vmName !== null && config.vmName !== '') return config.vmName;
-  let name: string;
+  return (await resolveVmIdentity(config, client, options)).name;
+}
+
+/** The name as resolveVmName finds it, and IMDS's resourceId when compute was read for it (null with config.vmName). */
+export async function resolveVmIdentity(
+  config: AgentConfig,
+  client: ScheduledEventsClient,
+  options: { signal?: AbortSignal } = {},
+): Promise<{ name: string; resourceId: string | null }> {
+  if (config.vmName !== null && config.vmName !== '') return { name: config.vmName, resourceId: null };
+  let compute: Awaited<ReturnType<ScheduledEventsClient['getCompute']>>;
   try {
-    ({ name } = await client.getCompute(options));
+    compute = await client.getCompute(options);
   } catch (err) {
     throw new Error(
       `cannot learn this VM's name from IMDS (/metadata/instance/compute): ${(err as Error).message}; set vmName in the agent config, or check that IMDS is reachable`,
       { cause: err },
     );
   }
+  const name = compute.name;
   if (typeof name !== 'string' || name === '') {
     throw new Error('IMDS compute metadata gave no VM name; set vmName in the agent config, or check IMDS');
   }
-  return name;
+  return { name, resourceId: resourceIdOf(compute.raw) };
+}
+
+/** IMDS compute's resourceId (api-version 2019-03-11 on), or null. */
+export function resourceIdOf(raw: Record<string, unknown>): string | null {
+  return typeof raw.resourceId === 'string' && raw.resourceId !== '' ? raw.resourceId : null;
 }

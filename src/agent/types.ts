@@ -190,6 +190,13 @@ export interface KubernetesRecord {
   overBudget: boolean;
 }
 
+/** What an action logs through: pino's child loggers, or a test's stand-in. */
+export interface ActionLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
 export interface ActionContext {
   event: ScheduledEvent;
   vmName: string;
@@ -203,7 +210,7 @@ export interface ActionContext {
    * the program runs once this resolves, and never if it rejects. Absent: it runs at once.
    */
   recordProcess?: (group: Omit<ProcessRecord, 'startedAt'>) => Promise<void>;
-  logger: { info(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; error(obj: object, msg?: string): void };
+  logger: ActionLogger;
   /** Runs kubernetes actions: prepares in the prepare phase, undoes in the others. Absent: they fail, saying why. */
   kubernetes?: (action: KubernetesAction, ctx: ActionContext) => Promise<{ ok: boolean; error: string | null }>;
 }

@@ -137,7 +137,7 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
           header = {
             format: 'forewarn-recording',
             version: 1,
-            apiVersion: client.apiVersion ?? LATEST_API_VERSION,
+            apiVersion: client.apiVersion,
             startedAt: new Date(startedAt).toISOString(),
             source: 'poll',
             endpoint: request.endpoint,

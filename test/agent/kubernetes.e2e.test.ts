@@ -207,8 +207,12 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
       const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm-a'] });
       const agent = agents.get('node-a')!;
       await agent.proc.waitForLog('the drain failing', (l) => /drain deadline passed/.test(String(l.error ?? l.msg ?? '')), 30_000);
-      const warning = kube.events({ node: 'node-a' }).find((e) => e.reason === 'DrainFailed');
-      assert.ok(warning, 'a Warning event on the node');
+      // The agent logs the failure, then posts the Warning event: wait for it rather than race it.
+      const warning = await waitFor(
+        'a Warning event on the node',
+        () => kube.events({ node: 'node-a' }).find((e) => e.reason === 'DrainFailed' && e.type === 'Warning'),
+        10_000,
+      );
       assert.match(warning.message, /shop\/db-0 \(PodDisruptionBudget db: /);
       assert.ok(kube.evictions.filter((e) => e.pod === 'db-0' && e.status === 429).length >= 2, 'retried with backoff');
       const event = await liveEvent(emu, id);
@@ -254,7 +258,8 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
     await started(id, 'the Preempt approved', 40_000);
     assert.ok(Date.now() < notBefore, 'approved before NotBefore');
     assert.equal(webPods('node-b').length, 0, 'drained');
-    assert.ok(reasons('node-b').includes('Approved'));
+    // Posted right after IMDS took the approval, so it may trail the Started document a little.
+    await waitFor('the Approved event on node-b', () => (reasons('node-b').includes('Approved') ? true : undefined), 10_000);
     const agent = agents.get('node-b')!;
     assert.ok((await metric(agent, 'forewarn_agent_kubernetes_steps_total', '{step="drained"}')) >= 1);
     assert.ok((await metric(agent, 'forewarn_agent_kubernetes_evictions_total', '{outcome="evicted"}')) >= 1);

@@ -64,11 +64,19 @@ export class KubeError extends Error {
   }
 }
 
+/** What an event names of its node. */
+export interface NodeRef {
+  name: string;
+  uid: string;
+}
+
 export interface NodeEvent {
-  node: KubeNode;
+  node: NodeRef;
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /** Epoch ms, from the agent's clock. */
+  at: number;
 }
 
 /** What the agent asks of the API server; tests and the real client both implement it. */

@@ -86,8 +86,8 @@ export class ClientNodeApi implements KubeApi {
     }
   }
 
-  async createEvent({ node, type, reason, message }: NodeEvent): Promise<void> {
-    const now = new Date();
+  async createEvent({ node, type, reason, message, at }: NodeEvent): Promise<void> {
+    const now = new Date(at);
     // As the kubelet does, a node's events live in the default namespace.
     const body: CoreV1Event = {
       metadata: { generateName: `${node.name}.forewarn.`, namespace: 'default' },

@@ -3,23 +3,17 @@
 // the cluster is journaled, and the cordon is also on the node, so a restart finishes the work.
 import type { ScheduledEvent } from '../../client/index.js';
 import type { AgentMetrics } from '../metrics.js';
-import type { KubernetesAction, KubernetesConfig, KubernetesPolicy, KubernetesRecord } from '../types.js';
-import type { KubeApi, KubeNode } from './api.js';
+import type { ActionLogger, KubernetesAction, KubernetesConfig, KubernetesPolicy, KubernetesRecord } from '../types.js';
+import type { KubeApi, NodeRef } from './api.js';
 import { Budget, type Slot } from './budget.js';
 import { describeRemaining, drainNode } from './drain.js';
 import { checkProviderId, cordon, parseTaint, uncordon } from './node.js';
-
-export interface KubeLog {
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 /** What an action run gives the runtime: its event, and its record in the journal. */
 export interface KubernetesStep {
   event: ScheduledEvent;
   signal: AbortSignal;
-  log: KubeLog;
+  log: ActionLogger;
   record(): KubernetesRecord | undefined;
   /** Writes the record; resolves false if the journal could not take it before the agent stopped. */
   save(record: KubernetesRecord): Promise<boolean>;
@@ -35,7 +29,7 @@ export interface RuntimeOptions {
   config: KubernetesConfig;
   nodeName: string;
   metrics: AgentMetrics;
-  log: KubeLog;
+  log: ActionLogger;
   now: () => number;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -60,6 +54,7 @@ const READY_POLL_MS = 2_000;
 export class KubernetesRuntime {
   readonly budget: Budget | null;
   readonly #o: RuntimeOptions;
+  #ref: NodeRef | null = null;
 
   constructor(options: RuntimeOptions) {
     this.#o = options;
@@ -83,7 +78,9 @@ export class KubernetesRuntime {
 
   /** Refuses to start on a node that is not this VM (SPEC §4): a wrong NODE_NAME would drain another machine. */
   async checkNode(vm: { name: string; resourceId: string | null }): Promise<void> {
-    checkProviderId(await this.#o.api.getNode(this.#o.nodeName), vm);
+    const node = await this.#o.api.getNode(this.#o.nodeName);
+    checkProviderId(node, vm);
+    this.#ref = { name: node.name, uid: node.uid };
   }
 
   policyFor(action: KubernetesAction, eventType: string): KubernetesPolicy {
@@ -117,31 +114,33 @@ export class KubernetesRuntime {
         if (!(await step.save(record))) return { ok: false, error: 'the journal could not record the budget slot' };
         this.#updateSlotsGauge();
       }
-      const node = await this.#o.api.getNode(this.#o.nodeName);
       const taint = this.#o.config.taint === null ? null : parseTaint(this.#o.config.taint, event.type);
       const outcome = await cordon(this.#o.api, this.#o.nodeName, event.id, taint);
       if (outcome === 'operator') {
-        log.warn({ node: node.name }, 'the node was already cordoned by someone else: draining it, and it will stay cordoned afterwards');
+        log.warn(
+          { node: this.#o.nodeName },
+          'the node was already cordoned by someone else: draining it, and it will stay cordoned afterwards',
+        );
       } else {
         record = { ...record, cordoned: true };
         if (!(await step.save(record))) return { ok: false, error: 'the journal could not record the cordon' };
         if (outcome === 'cordoned') {
           this.#o.metrics.kubernetesSteps.inc({ step: 'cordoned' });
-          await this.#event(node, 'Normal', 'Cordoned', `Forewarn cordoned the node for ${event.type} ${event.id}`, log);
+          await this.#event('Normal', 'Cordoned', `Forewarn cordoned the node for ${event.type} ${event.id}`, log);
         }
       }
       if (policy === 'cordon') return { ok: true, error: null };
-      return await this.#drain(node, step, deadline);
+      return await this.#drain(step, deadline);
     } catch (err) {
       this.#o.metrics.kubernetesSteps.inc({ step: 'failed' });
       return { ok: false, error: (err as Error).message };
     }
   }
 
-  async #drain(node: KubeNode, step: KubernetesStep, deadline: number): Promise<StepResult> {
+  async #drain(step: KubernetesStep, deadline: number): Promise<StepResult> {
     const { event, log } = step;
     this.#o.metrics.kubernetesSteps.inc({ step: 'draining' });
-    await this.#event(node, 'Normal', 'Draining', `Forewarn is draining the node for ${event.type} ${event.id}`, log);
+    await this.#event('Normal', 'Draining', `Forewarn is draining the node for ${event.type} ${event.id}`, log);
     log.info({ deadline: new Date(deadline).toISOString() }, 'draining the node');
     const report = await drainNode(this.#o.api, {
       node: this.#o.nodeName,
@@ -160,7 +159,7 @@ export class KubernetesRuntime {
     if (report.drained) {
       this.#o.metrics.kubernetesSteps.inc({ step: 'drained' });
       log.info({ evicted: report.evicted, skipped: report.skipped }, 'the node is drained');
-      await this.#event(node, 'Normal', 'Drained', `Forewarn drained the node: ${report.evicted.length} pod(s) evicted`, log);
+      await this.#event('Normal', 'Drained', `Forewarn drained the node: ${report.evicted.length} pod(s) evicted`, log);
       return { ok: true, error: null };
     }
     const failure = report.failure ?? 'deadline';
@@ -172,8 +171,7 @@ export class KubernetesRuntime {
     this.#o.metrics.kubernetesDrainFailures.inc({ reason: failure });
     this.#o.metrics.kubernetesSteps.inc({ step: 'failed' });
     log.error({ remaining: report.remaining, evicted: report.evicted }, error);
-    if (failure === 'deadline')
-      await this.#event(node, 'Warning', 'DrainFailed', `Forewarn could not drain the node in time: ${remaining}`, log);
+    if (failure === 'deadline') await this.#event('Warning', 'DrainFailed', `Forewarn could not drain the node in time: ${remaining}`, log);
     return { ok: false, error };
   }
 
@@ -200,15 +198,7 @@ export class KubernetesRuntime {
           { slots: budget.options.slots, deadline: new Date(deadline).toISOString() },
           'no budget slot freed before the deadline: preparing anyway, over budget, as far as time allows',
         );
-        const node = await this.#o.api.getNode(this.#o.nodeName).catch(() => null);
-        if (node !== null)
-          await this.#event(
-            node,
-            'Warning',
-            'OverBudget',
-            `No maintenance slot freed in time for ${step.event.type} ${step.event.id}`,
-            step.log,
-          );
+        await this.#event('Warning', 'OverBudget', `No maintenance slot freed in time for ${step.event.type} ${step.event.id}`, step.log);
         return null;
       }
       if (!logged) {
@@ -238,8 +228,7 @@ export class KubernetesRuntime {
         const outcome = await uncordon(this.#o.api, this.#o.nodeName, event.id, taintKey);
         if (outcome === 'uncordoned') {
           this.#o.metrics.kubernetesSteps.inc({ step: 'uncordoned' });
-          const node = await this.#o.api.getNode(this.#o.nodeName);
-          await this.#event(node, 'Normal', 'Uncordoned', `Forewarn uncordoned the node after ${event.type} ${event.id}`, log);
+          await this.#event('Normal', 'Uncordoned', `Forewarn uncordoned the node after ${event.type} ${event.id}`, log);
           log.info({}, 'uncordoned the node');
         } else if (outcome === 'others-remain') {
           log.info({}, 'the node stays cordoned for another event Forewarn is handling');
@@ -302,10 +291,9 @@ export class KubernetesRuntime {
   }
 
   /** The event was approved: said on the node. */
-  async approved(event: ScheduledEvent, log: KubeLog): Promise<void> {
+  async approved(event: ScheduledEvent, log: ActionLogger): Promise<void> {
     this.#o.metrics.kubernetesSteps.inc({ step: 'approved' });
-    const node = await this.#o.api.getNode(this.#o.nodeName).catch(() => null);
-    if (node !== null) await this.#event(node, 'Normal', 'Approved', `Forewarn approved ${event.type} ${event.id}: it may start now`, log);
+    await this.#event('Normal', 'Approved', `Forewarn approved ${event.type} ${event.id}: it may start now`, log);
   }
 
   /** Keeps every held slot's lease fresh (also after a restart, through the journal), until `signal` aborts. */
@@ -339,9 +327,14 @@ export class KubernetesRuntime {
   }
 
   /** Events are for people; failing to write one never fails the step. */
-  async #event(node: KubeNode, type: 'Normal' | 'Warning', reason: string, message: string, log: KubeLog): Promise<void> {
+  async #event(type: 'Normal' | 'Warning', reason: string, message: string, log: ActionLogger): Promise<void> {
     try {
-      await this.#o.api.createEvent({ node, type, reason, message });
+      // The node's uid, read once (at the start-up check): an event names the node it is about.
+      if (this.#ref === null) {
+        const node = await this.#o.api.getNode(this.#o.nodeName);
+        this.#ref = { name: node.name, uid: node.uid };
+      }
+      await this.#o.api.createEvent({ node: this.#ref, type, reason, message, at: this.#o.now() });
     } catch (err) {
       log.warn({ err: (err as Error).message, reason }, 'cannot record a Kubernetes event on the node');
     }

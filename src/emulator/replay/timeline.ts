@@ -56,9 +56,7 @@ export class ReplayTimeline {
           this.#events.set(id, (history = { id: e.EventId, startedAt: null, firstSeen: i, recordedApproval: false }));
         if (history.startedAt === null && e.EventStatus === 'Started') {
           history.startedAt = i;
-          const notBefore = lastNotBefore(recording, id, i);
-          const startedAt = this.#recordingStart + change.at;
-          history.recordedApproval = notBefore !== null && notBefore - startedAt >= APPROVAL_EVIDENCE_MS;
+          history.recordedApproval = approvedInRecording(recording, id, i);
         }
       }
     });
@@ -164,14 +162,18 @@ export class ReplayTimeline {
   }
 }
 
-/** The NotBefore the event last showed while Scheduled, before change `before` (epoch ms), or null. */
-function lastNotBefore(recording: Recording, id: string, before: number): number | null {
-  for (let i = before - 1; i >= 0; i--) {
+/**
+ * Whether the recording shows someone approving the event (EventId, upper case) that change `started`
+ * first shows Started: it started APPROVAL_EVIDENCE_MS or more before the NotBefore it last showed.
+ */
+export function approvedInRecording(recording: Recording, id: string, started: number): boolean {
+  const startedAt = Date.parse(recording.header.startedAt) + recording.changes[started]!.at;
+  for (let i = started - 1; i >= 0; i--) {
     const e = recording.changes[i]!.document.Events.find((x) => x.EventId.toUpperCase() === id);
     if (e && typeof e.NotBefore === 'string' && e.NotBefore !== '') {
-      const t = Date.parse(e.NotBefore);
-      return Number.isNaN(t) ? null : t;
+      const notBefore = Date.parse(e.NotBefore);
+      return !Number.isNaN(notBefore) && notBefore - startedAt >= APPROVAL_EVIDENCE_MS;
     }
   }
-  return null;
+  return false;
 }

@@ -6,7 +6,7 @@
 // step at the time it left the document; every recorded document is an expect step.
 import type { RawEvent, Recording } from '../../protocol/recording.js';
 import type { ScenarioDocument } from './format.js';
-import { APPROVAL_EVIDENCE_MS } from '../replay/timeline.js';
+import { approvedInRecording } from '../replay/timeline.js';
 import type { OperationType } from '../engine/operations.js';
 
 type Step = ScenarioDocument['steps'][number];
@@ -70,7 +70,7 @@ export function scenarioFromRecording(recording: Recording, name: string): Scena
         });
       }
       const wasScheduled = previous === undefined || previous.EventStatus === 'Scheduled';
-      if (event.EventStatus === 'Started' && wasScheduled && approvedEarly(recording, key, i)) {
+      if (event.EventStatus === 'Started' && wasScheduled && approvedInRecording(recording, key, i)) {
         steps.push({ at, approve: { vm, events: [refs.get(key)!] } });
       }
     }
@@ -104,14 +104,4 @@ export function scenarioFromRecording(recording: Recording, name: string): Scena
     },
     steps,
   };
-}
-
-/** The recording shows the event Started well before its NotBefore: someone approved it. */
-function approvedEarly(recording: Recording, key: string, index: number): boolean {
-  const started = Date.parse(recording.header.startedAt) + recording.changes[index]!.at;
-  for (let i = index - 1; i >= 0; i--) {
-    const e = recording.changes[i]!.document.Events.find((x) => x.EventId.toUpperCase() === key);
-    if (e && typeof e.NotBefore === 'string' && e.NotBefore !== '') return Date.parse(e.NotBefore) - started >= APPROVAL_EVIDENCE_MS;
-  }
-  return false;
 }

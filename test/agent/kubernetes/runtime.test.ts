@@ -27,7 +27,7 @@ const ACTION: KubernetesAction = { type: 'kubernetes', name: 'drain', drain: tru
 const quiet = { info() {}, warn() {}, error() {} };
 let n = 0;
 
-function rig(budgetName: string, minPrepareSeconds = 2) {
+function rig(budgetName: string, minPrepareSeconds = 2, now: () => number = Date.now) {
   const node = `rt-node-${++n}`;
   kube.addNode({ name: node });
   kube.addNode({ name: `${node}-spare` });
@@ -42,7 +42,7 @@ function rig(budgetName: string, minPrepareSeconds = 2) {
     nodeName: node,
     metrics,
     log: quiet,
-    now: Date.now,
+    now,
     sleep: (ms, signal) => sleep(ms, undefined, { signal }),
   });
   let record: KubernetesRecord | undefined;
@@ -130,5 +130,17 @@ describe('kubernetes runtime', () => {
     assert.deepEqual(await r.runtime.prepare(ACTION, r.step(event('E-FREEZE', 'Freeze', 600_000))), { ok: true, error: null });
     assert.equal(kube.node(r.node).spec.unschedulable ?? false, false);
     assert.equal(r.record(), undefined, 'no slot taken');
+  });
+
+  it('stamps the node’s events with the agent’s clock, not the wall clock', async () => {
+    // An hour ahead: what the events carry must be this clock's time.
+    const ahead = () => Date.now() + 3_600_000;
+    const r = rig('clock', 2, ahead);
+    const e = { ...event('E-CLOCK', 'Reboot', 0), notBefore: new Date(ahead() + 600_000) } as ScheduledEvent;
+    const before = ahead();
+    await r.runtime.prepare(ACTION, r.step(e));
+    const cordoned = kube.events({ node: r.node }).find((x) => x.reason === 'Cordoned')!;
+    const stamped = Date.parse(String((cordoned.object as { firstTimestamp?: unknown }).firstTimestamp));
+    assert.ok(stamped >= before - 1000 && stamped <= ahead() + 1000, `stamped ${new Date(stamped).toISOString()}`);
   });
 });
