@@ -236,12 +236,29 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
 
   it('a node an operator cordoned stays cordoned', { timeout: 120_000 }, async () => {
     kube.patchNode('node-b', { spec: { unschedulable: true } });
+    const since = kube.events().length;
     const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm-b'] });
     await started(id, 'node-b approved');
     await advance(11 * MINUTE);
-    await agents.get('node-b')!.proc.waitForLog('the recovery', (l) => l.msg === 'done with this event', 30_000);
+    // This event's recovery: the agent logged the same line for node-b's earlier Reboot.
+    await agents.get('node-b')!.proc.waitForLog('the recovery', (l) => l.msg === 'done with this event' && l.eventId === id, 30_000);
     assert.equal(kube.node('node-b').spec?.unschedulable, true, 'still cordoned');
-    assert.ok(!reasons('node-b').slice(-3).includes('Uncordoned'));
+    const approved = () =>
+      kube
+        .events()
+        .slice(since)
+        .some((e) => e.node === 'node-b' && e.reason === 'Approved');
+    await waitFor('the Approved event on node-b', () => (approved() ? true : undefined), 10_000);
+    const steps = kube
+      .events()
+      .slice(since)
+      .filter((e) => e.node === 'node-b')
+      .map((e) => e.reason);
+    assert.ok(steps.includes('Drained') && steps.includes('Approved'), `drained and approved: ${steps.join(', ')}`);
+    assert.ok(
+      !steps.includes('Cordoned') && !steps.includes('Uncordoned'),
+      `neither cordoned nor uncordoned by Forewarn: ${steps.join(', ')}`,
+    );
     kube.patchNode('node-b', { spec: { unschedulable: false } });
   });
 
@@ -253,13 +270,24 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
       labels: { app: 'web' },
       owner: { kind: 'ReplicaSet', name: 'web' },
     });
+    const since = kube.events().length;
     const id = await trigger(emu, { type: 'spot-eviction', vms: ['vm-b'] });
     const notBefore = Date.parse((await liveEvent(emu, id))!.notBefore!);
     await started(id, 'the Preempt approved', 40_000);
     assert.ok(Date.now() < notBefore, 'approved before NotBefore');
     assert.equal(webPods('node-b').length, 0, 'drained');
     // Posted right after IMDS took the approval, so it may trail the Started document a little.
-    await waitFor('the Approved event on node-b', () => (reasons('node-b').includes('Approved') ? true : undefined), 10_000);
+    await waitFor(
+      'the Approved event on node-b',
+      () =>
+        kube
+          .events()
+          .slice(since)
+          .some((e) => e.node === 'node-b' && e.reason === 'Approved')
+          ? true
+          : undefined,
+      10_000,
+    );
     const agent = agents.get('node-b')!;
     assert.ok((await metric(agent, 'forewarn_agent_kubernetes_steps_total', '{step="drained"}')) >= 1);
     assert.ok((await metric(agent, 'forewarn_agent_kubernetes_evictions_total', '{outcome="evicted"}')) >= 1);
