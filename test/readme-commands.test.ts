@@ -25,7 +25,11 @@ const LEFT_OUT: Record<string, string> = {
   'npx forewarn watch --json | jq .': 'runs until Ctrl-C; test/cli/client-commands.test.ts drives watch',
   'npx forewarn record --endpoint http://169.254.169.254 --output incident.jsonl --events 1 --anonymise':
     'needs an Azure VM; test/cli/record.test.ts records the emulator',
-  'curl -s -X PUT http://127.0.0.1:8170/v1/vms/vm0/process -H \'content-type: application/json\' -d \'{"command": ["node", "examples/impact-demo/service.mjs", "18080", "vm0"]}\'':
+  "export FOREWARN_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n')":
+    'sets a token in the shell for the two lines after it; test/emulator/impact/trust.test.ts starts --impact with a token',
+  'npx forewarn emulator --impact &':
+    'runs until killed, on the default ports; test/emulator/impact/trust.test.ts starts `forewarn emulator --impact` as a process',
+  'curl -s -X PUT http://127.0.0.1:8170/v1/vms/vm0/process -H "Authorization: Bearer $FOREWARN_TOKEN" -H \'content-type: application/json\' -d \'{"command": ["node", "examples/impact-demo/service.mjs", "18080", "vm0"]}\'':
     'starts a server on a fixed port that outlives the command; test/emulator/impact drives binding, and the demo below binds for real',
   'npx forewarn replay incident.jsonl --imds 127.0.0.1:8169 --control 127.0.0.1:8170':
     'runs until Ctrl-C, on the default ports; test/emulator/replay/replay.test.ts drives replay',

@@ -6,6 +6,7 @@
 //   node examples/impact-demo/run.mjs      (after `npm install`; about a minute)
 // Exit 0 when requests were lost without the agent and none with it.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +23,14 @@ const dir = mkdtempSync(join(tmpdir(), 'forewarn-impact-demo-'));
 const ports = { vm0: 18080 + Math.floor(Math.random() * 1000), vm1: 0 };
 ports.vm1 = ports.vm0 + 1;
 
-const emulator = await startEmulator({ fleet: { vms: [{ name: 'vm0' }, { name: 'vm1' }] }, timing: TIMING, rateLimit: 0 });
+// Real impact signals real processes, so it is opt-in and needs a control token; the handle sends it.
+const emulator = await startEmulator({
+  fleet: { vms: [{ name: 'vm0' }, { name: 'vm1' }] },
+  timing: TIMING,
+  rateLimit: 0,
+  impact: true,
+  token: randomBytes(16).toString('hex'),
+});
 const balancer = await startBalancer([
   { name: 'vm0', port: ports.vm0 },
   { name: 'vm1', port: ports.vm1 },

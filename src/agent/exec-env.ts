@@ -1,35 +1,16 @@
 // The environment an exec action's program gets: a short allowlist, never the agent's whole environment.
 import type { EventPayload } from './actions.js';
 import type { ExecAction } from './types.js';
+import { allowlistedEnvironment, ENV_ALLOWLIST } from '../shared/env-allowlist.js';
+
+/** [choice] The allowlist an exec action's program starts from (src/shared/env-allowlist.ts). */
+export const EXEC_ENV_ALLOWLIST = ENV_ALLOWLIST;
 
 /**
- * [choice] Passed from the agent's environment when set: what programs need to find other
- * programs (PATH), locate a home and temp directory, know the user and shell, and read or print
- * text and times as the host does. Nothing else: the agent's environment may hold credentials
- * (cloud tokens, `${env:...}` secrets for http actions) that a drain script has no business seeing.
- * The Windows names are what a program there needs to start at all.
+ * Carries the marker that proves a process group is the one the agent started for an action
+ * (process-group.ts): a value new for each run, inherited by every descendant.
  */
-export const EXEC_ENV_ALLOWLIST: readonly string[] = [
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'LANG',
-  'LC_ALL',
-  'LC_CTYPE',
-  'TZ',
-  'TMPDIR',
-  // Windows
-  'SystemRoot',
-  'SystemDrive',
-  'windir',
-  'ComSpec',
-  'PATHEXT',
-  'TEMP',
-  'TMP',
-  'USERPROFILE',
-];
+export const ACTION_MARKER_VARIABLE = 'FOREWARN_ACTION_MARKER';
 
 /** The FOREWARN_* variables that describe the event. */
 function eventVariables(payload: EventPayload): Record<string, string> {
@@ -50,22 +31,17 @@ function eventVariables(payload: EventPayload): Record<string, string> {
 
 /**
  * The allowlist and the action's `passEnv` names (when set in `parent`), then the action's `env`,
- * then the event's FOREWARN_* variables, later ones winning. On Windows names match in any case.
+ * then the event's FOREWARN_* variables, then the run's `marker`, later ones winning. On Windows
+ * names match in any case. A marker is only ever the agent's: one from `parent` or `env` is dropped.
  */
 export function execEnvironment(
   action: Pick<ExecAction, 'env' | 'passEnv'>,
   payload: EventPayload,
   parent: NodeJS.ProcessEnv = process.env,
+  marker?: string,
 ): Record<string, string> {
-  // Null prototype: a variable named __proto__ is a key like any other.
-  const env = Object.create(null) as Record<string, string>;
-  const wanted = [...EXEC_ENV_ALLOWLIST, ...action.passEnv];
-  const fold = process.platform === 'win32' ? (s: string) => s.toUpperCase() : (s: string) => s;
-  const byName = new Map(Object.keys(parent).map((k) => [fold(k), k]));
-  for (const name of wanted) {
-    const actual = byName.get(fold(name));
-    const value = actual === undefined ? undefined : parent[actual];
-    if (actual !== undefined && value !== undefined) env[actual] = value;
-  }
-  return { ...env, ...action.env, ...eventVariables(payload) };
+  const env = allowlistedEnvironment(parent, action.passEnv);
+  const all = { ...env, ...action.env, ...eventVariables(payload) };
+  delete all[ACTION_MARKER_VARIABLE];
+  return marker === undefined ? all : { ...all, [ACTION_MARKER_VARIABLE]: marker };
 }

@@ -17,6 +17,7 @@ import { normalizeAllowedHost } from '../emulator/control/request-guard.js';
 import { isLoopback, parseHostPort, type HostPort } from './address.js';
 import { formatHostPort } from '../shared/host-port.js';
 import { resolveToken } from './control-api.js';
+import { IMPACT_NEEDS_TOKEN } from '../emulator/impact/controller.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 export const DEFAULT_IMDS = '127.0.0.1:8169';
@@ -36,6 +37,7 @@ export interface RawEmulatorFlags {
   state?: string;
   token?: string;
   tokenFile?: string;
+  impact?: boolean;
   allowHost?: string[];
   logLevel?: string;
   maxStreams?: string;
@@ -59,6 +61,8 @@ export interface EmulatorCliOptions {
   token?: string | undefined;
   /** Where the token came from, when from a file: the banner's curl lines read it from there. */
   tokenFile?: string | undefined;
+  /** Real impact on processes bound to VMs (docs/impact.md); needs the token. */
+  impact?: boolean | undefined;
   /** Host names, besides loopback ones, that the control API answers without a token. */
   allowHosts?: string[] | undefined;
   /** Things to tell the user on stderr at start, such as a token visible in `ps`. */
@@ -93,6 +97,7 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
   const logLevel = flags.logLevel ?? env.FOREWARN_LOG_LEVEL ?? 'warn';
   if (!LOG_LEVELS.includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const { token, warnings } = resolveToken(flags, env);
+  if (flags.impact === true && token === undefined) throw new UsageError(`--impact: ${IMPACT_NEEDS_TOKEN}`);
   const allowHosts = (flags.allowHost ?? []).map((name) => {
     try {
       return normalizeAllowedHost(name);
@@ -125,6 +130,7 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
     statePath: flags.state,
     token,
     tokenFile: flags.tokenFile,
+    impact: flags.impact === true,
     allowHosts,
     warnings,
     logLevel,
@@ -193,6 +199,7 @@ export async function startEmulator(options: EmulatorCliOptions, io: Io, logStre
     historyLimit: options.historyLimit,
     activation: options.activation,
     token: options.token,
+    impact: options.impact === true,
     allowHosts: options.allowHosts,
     statePath: options.statePath,
     maxStreams: options.maxStreams,
@@ -334,6 +341,7 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
     .option('--state <FILE>', 'keep state in FILE across restarts')
     .option('--token <TOKEN>', 'bearer token the control API requires; `ps` shows it, so prefer env FOREWARN_TOKEN or --token-file')
     .option('--token-file <FILE>', 'read the bearer token from FILE (mode 600), so it stays out of `ps`')
+    .option('--impact', 'real impact: VMs may be bound to local processes that their events stop, restart or end (needs a token)')
     .option(
       '--allow-host <NAME>',
       'also answer requests without a token sent to this host name or address (repeatable); loopback names always work',

@@ -9,7 +9,7 @@ import { EngineError } from './engine/errors.js';
 import type { VmSpec } from './engine/fleet.js';
 import { Timing } from './engine/timing.js';
 import { buildControlServer } from './control/server.js';
-import { ImpactController } from './impact/controller.js';
+import { IMPACT_NEEDS_TOKEN, ImpactController } from './impact/controller.js';
 import { FaultRegistry } from './imds/faults.js';
 import { buildImdsServer } from './imds/server.js';
 import { DEFAULT_RATE_LIMIT, RateLimiter } from './imds/rate-limit.js';
@@ -28,6 +28,8 @@ export interface EmulatorOptions {
   /** Ended events, finished operations and deleted VMs kept; DEFAULT_HISTORY_LIMIT by default, 0 keeps none. */
   historyLimit?: number;
   token?: string;
+  /** Real impact: bind VMs to local processes and signal them. Needs `token`. */
+  impact?: boolean;
   /** Host names or addresses, besides loopback ones and the one it listens on, that the control API answers without a token. */
   allowHosts?: readonly string[];
   statePath?: string;
@@ -111,7 +113,8 @@ export class Emulator {
     const imds = buildImdsServer({ engine, faults, rateLimiter, durable }, serverOptions);
     const allowHosts = [...(options.allowHosts ?? [])];
     // Real impact on processes bound to VMs; closed with the emulator, so no command it started outlives it.
-    const impact = new ImpactController(engine);
+    if (options.impact === true && (options.token === undefined || options.token === '')) throw new Error(IMPACT_NEEDS_TOKEN);
+    const impact = new ImpactController(engine, { enabled: options.impact === true });
     const control = buildControlServer(
       { engine, clock, faults, rateLimiter, token: options.token, allowHosts, durable },
       {

@@ -9,6 +9,7 @@ import { normalizeAllowedHost } from './control/request-guard.js';
 import { MAX_STREAMS_RANGE, STREAM_BUFFER_KIB_RANGE } from './control/stream.js';
 import type { EmulatorOptions, ListenOptions } from './emulator.js';
 import { FleetFileError, MAX_REQUEST_VMS_RANGE, loadFleetFile, parseFleet } from './fleet/file.js';
+import { IMPACT_NEEDS_TOKEN } from './impact/controller.js';
 
 /** A fleet as a fleet file holds it (docs: README "Fleet files"), or just its list of VMs. */
 export type FleetDefinition = readonly VmSpec[] | { readonly vms?: readonly VmSpec[]; readonly [section: string]: unknown };
@@ -39,6 +40,8 @@ export interface StartEmulatorOptions {
   state?: string;
   /** Bearer token the control API requires; the handle sends it. */
   token?: string;
+  /** Real impact (docs/impact.md): VMs may be bound to local processes, which their events then signal. Off by default; needs `token`. */
+  impact?: boolean;
   /** Host names, besides loopback ones, the control API answers without a token. */
   allowHosts?: readonly string[];
   maxStreams?: number;
@@ -81,6 +84,7 @@ const KNOWN = new Set<string>([
   'activationDelay',
   'state',
   'token',
+  'impact',
   'allowHosts',
   'maxStreams',
   'streamBufferBytes',
@@ -123,6 +127,10 @@ export function resolveStartOptions(options: StartEmulatorOptions): LaunchOption
       typeof o.token === 'string' && /^\S+$/.test(o.token),
       'must be one non-empty word, without spaces or line breaks',
     );
+  }
+  if (o.impact !== undefined) {
+    emulator.impact = check('impact', o.impact, typeof o.impact === 'boolean', 'must be true or false');
+    if (emulator.impact && emulator.token === undefined) throw new EmulatorOptionError('impact', IMPACT_NEEDS_TOKEN);
   }
   if (o.allowHosts !== undefined) emulator.allowHosts = allowHosts(o.allowHosts);
   if (o.maxStreams !== undefined) emulator.maxStreams = whole('maxStreams', o.maxStreams, MAX_STREAMS_RANGE);

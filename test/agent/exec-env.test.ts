@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { EventPayload } from '../../src/agent/actions.js';
-import { execEnvironment } from '../../src/agent/exec-env.js';
+import { ACTION_MARKER_VARIABLE, execEnvironment } from '../../src/agent/exec-env.js';
 
 const payload: EventPayload = {
   eventId: 'E1',
@@ -36,5 +36,12 @@ describe('execEnvironment', () => {
     const env = execEnvironment({ env: own, passEnv: ['__proto__'] }, payload, parent);
     assert.deepEqual(Object.getOwnPropertyDescriptor(env, '__proto__')?.value, 'from-agent');
     assert.equal(Object.getOwnPropertyDescriptor(env, 'constructor')?.value, 'from-config');
+  });
+
+  it("sets the run's marker last, and never passes on a marker from the agent's environment or the action's env", () => {
+    const parent = { PATH: '/bin', [ACTION_MARKER_VARIABLE]: 'inherited' };
+    const action = { env: { [ACTION_MARKER_VARIABLE]: 'configured' }, passEnv: [ACTION_MARKER_VARIABLE] };
+    assert.equal(execEnvironment(action, payload, parent, 'the-run')[ACTION_MARKER_VARIABLE], 'the-run');
+    assert.equal(execEnvironment(action, payload, parent)[ACTION_MARKER_VARIABLE], undefined);
   });
 });

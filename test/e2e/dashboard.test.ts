@@ -277,30 +277,39 @@ describe('the dashboard', () => {
     },
   );
 
-  dashboardTest('shows what real impact did to a VM’s bound process', {}, async ({ controlUrl, page, errors }) => {
-    await linkIs(page, 'live');
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${controlUrl}${path}`, {
-        method,
-        ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-      });
-      const text = await res.text();
-      assert.ok(res.ok, `${method} ${path}: ${res.status} ${text}`);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
-    const bound = await call('PUT', '/v1/vms/web0/process', { command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'] });
-    await call('POST', '/v1/operations', { type: 'freeze', vms: ['web0'] });
-    // Just past NotBefore (a whole second after 15 minutes), inside the Freeze's 5 s impact.
-    await call('POST', '/v1/clock/advance', { seconds: 15 * 60 + 2 });
-    // First the start of the command it owns, then the Freeze's SIGSTOP to it.
-    const badge = page.locator('[data-vm="web0"] .impact', { hasText: 'SIGSTOP' });
-    await badge.waitFor();
-    assert.equal(await badge.innerText(), `SIGSTOP pid ${String(bound.pid)}`);
-    await call('POST', '/v1/clock/advance', { seconds: 60 });
-    await page.locator('[data-vm="web0"] .impact', { hasText: 'SIGCONT' }).waitFor();
-    await call('DELETE', '/v1/vms/web0/process');
-    assert.deepEqual(errors, []);
-  });
+  // Real impact is on only with a token (SPEC §4), so the page asks for it first.
+  const impactToken = 'impact-secret';
+  dashboardTest(
+    'shows what real impact did to a VM’s bound process',
+    { emulator: { token: impactToken, impact: true } },
+    async ({ controlUrl, page, errors }) => {
+      await page.getByLabel('Bearer token').fill(impactToken);
+      await page.getByRole('button', { name: 'Connect' }).click();
+      await linkIs(page, 'live');
+      const call = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(`${controlUrl}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${impactToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        const text = await res.text();
+        assert.ok(res.ok, `${method} ${path}: ${res.status} ${text}`);
+        return JSON.parse(text) as Record<string, unknown>;
+      };
+      const bound = await call('PUT', '/v1/vms/web0/process', { command: [process.execPath, '-e', 'setInterval(() => {}, 1000)'] });
+      await call('POST', '/v1/operations', { type: 'freeze', vms: ['web0'] });
+      // Just past NotBefore (a whole second after 15 minutes), inside the Freeze's 5 s impact.
+      await call('POST', '/v1/clock/advance', { seconds: 15 * 60 + 2 });
+      // First the start of the command it owns, then the Freeze's SIGSTOP to it.
+      const badge = page.locator('[data-vm="web0"] .impact', { hasText: 'SIGSTOP' });
+      await badge.waitFor();
+      assert.equal(await badge.innerText(), `SIGSTOP pid ${String(bound.pid)}`);
+      await call('POST', '/v1/clock/advance', { seconds: 60 });
+      await page.locator('[data-vm="web0"] .impact', { hasText: 'SIGCONT' }).waitFor();
+      await call('DELETE', '/v1/vms/web0/process');
+      assert.deepEqual(errors, []);
+    },
+  );
 
   test('keeps working when the emulator restarts', async (t) => {
     if (skipReason) return t.skip(skipReason);

@@ -196,6 +196,9 @@ test('bad options throw an EmulatorOptionError naming the option, and start noth
     [{ activationDelay: 5 }, 'activationDelay', /only with activation: "realistic"/],
     [{ activation: 'realistic', activationDelay: 121 }, 'activationDelay', /from 0 to 120, got 121/],
     [{ token: 'two words' }, 'token', /one non-empty word/],
+    // Real impact runs and signals processes: never without a token (SPEC §4).
+    [{ impact: true }, 'impact', /needs a control token/],
+    [{ impact: 'yes', token: 't' }, 'impact', /true or false/],
     [{ allowHosts: ['ok.example', 'host:80'] }, 'allowHosts[1]', /has a port/],
     [{ maxStreams: 0 }, 'maxStreams', /from 1 to/],
     [{ streamBufferBytes: 10 }, 'streamBufferBytes', /from 16384 to/],

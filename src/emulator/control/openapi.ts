@@ -29,6 +29,11 @@ const json = (id: string, description: string): Json => ({
 });
 
 /** Every route of the control API. The server test checks the server answers each one. */
+/** The process routes' 403: real impact off, or (without a token) the request guard. */
+const IMPACT_OFF_403 =
+  'Real impact is off: the emulator started without --impact (library: impact: true, with a token). ' +
+  'Without a token, also a request from another web page or to a Host name that is not allowed';
+
 export const ROUTES: readonly RouteDoc[] = [
   { method: 'GET', path: '/v1/fleet', summary: 'VMs, tenants and hosts', responses: { 200: 'Fleet' } },
   {
@@ -60,8 +65,12 @@ export const ROUTES: readonly RouteDoc[] = [
     body: 'ProcessBody',
     responses: {
       200: 'Process',
-      400: json('Error', 'A bad body, or a pid that may not be bound (pid 1, the emulator, no such process); the message says which'),
+      400: json(
+        'Error',
+        'A bad body, a pid that may not be bound (pid 1, the emulator or an ancestor, no such process), or a pidfile that may not be trusted; the message says which',
+      ),
       404: 'Error',
+      403: json('Error', IMPACT_OFF_403),
       409: json('Error', 'The VM is not running (rebooting, deallocated, …)'),
     },
   },
@@ -69,13 +78,13 @@ export const ROUTES: readonly RouteDoc[] = [
     method: 'GET',
     path: '/v1/vms/:name/process',
     summary: 'What the VM is bound to, and its impact log',
-    responses: { 200: 'Process', 404: json('Error', 'No such VM, or it is bound to no process') },
+    responses: { 200: 'Process', 403: json('Error', IMPACT_OFF_403), 404: json('Error', 'No such VM, or it is bound to no process') },
   },
   {
     method: 'DELETE',
     path: '/v1/vms/:name/process',
     summary: 'Unbind: an owned command is terminated (SIGTERM, then SIGKILL), a process Forewarn stopped is continued',
-    responses: { 200: 'Process', 404: json('Error', 'No such VM, or it is bound to no process') },
+    responses: { 200: 'Process', 403: json('Error', IMPACT_OFF_403), 404: json('Error', 'No such VM, or it is bound to no process') },
   },
   {
     method: 'GET',
@@ -300,8 +309,8 @@ function operation(route: RouteDoc, secured: boolean, durable: boolean): Json {
   // With a state file a change is answered once saved; a failed save turns its success into 503.
   if (durable && (route.method === 'POST' || route.method === 'DELETE')) responses['503'] ??= json('Error', STATUS_TEXT[503]!);
   if (secured) responses['401'] = json('Error', STATUS_TEXT[401]!);
-  // Without a token the request guard answers instead; with one, the token decides.
-  else responses['403'] = json('Error', STATUS_TEXT[403]!);
+  // Without a token the request guard answers instead; with one, the token decides. A route's own 403 says both.
+  else responses['403'] ??= json('Error', STATUS_TEXT[403]!);
   const params = [...route.path.matchAll(/:([A-Za-z_]\w*)/g)].map((m) => ({
     name: m[1],
     in: 'path',

@@ -7,9 +7,11 @@ import { wallClock } from '../../shared/clock.js';
 import type { Engine } from '../engine/engine.js';
 import { conflict, invalid, notFound } from '../engine/errors.js';
 import type { VmState } from '../engine/vm-state.js';
-import { checkCwd, checkPid, readPidfile, type ProcessSpec } from './binding.js';
+import { allowlistedEnvironment } from '../../shared/env-allowlist.js';
+import { newMarker, type ProcessMarker } from '../../shared/proc.js';
+import { checkCwd, identifyBindable, readPidfile, type ProcessSpec } from './binding.js';
 import { ImpactLog, type ImpactAction, type ImpactEntry, type ProcessStatus } from './log.js';
-import { isAlive, Signaller, type ImpactSignal } from './signals.js';
+import { isSameAlive, markedAlive, signalBound, signalMarked, type ImpactSignal, type ProcessIdentity } from './signals.js';
 
 /** What the process should be, given its VM's state. */
 type Condition = 'running' | 'frozen' | 'down' | 'gone';
@@ -37,6 +39,24 @@ const CLOSE_GRACE_MS = 3_000;
 const KILL_WAIT_MS = 5_000;
 /** [choice] The end of an owned command's stderr kept, to say why it exited. */
 const STDERR_TAIL_CHARS = 2_000;
+/** How often to look whether a process (or any of an owned command's) is still there. */
+const EXIT_POLL_MS = 50;
+/** The variable that marks every process an owned command starts, whatever group or session it moves to. */
+export const IMPACT_MARKER_VARIABLE = 'FOREWARN_IMPACT_MARKER';
+
+/** What the process routes answer (403) while real impact is off. */
+export const IMPACT_OFF_MESSAGE =
+  'real impact is off: start the emulator with --impact and a control token (--token-file, --token or env FOREWARN_TOKEN); ' +
+  'in the library, impact: true with token';
+
+/** Why real impact cannot start without a token: anyone who may call the control API could run commands as the emulator's user. */
+export const IMPACT_NEEDS_TOKEN =
+  'real impact runs and signals real processes, so it needs a control token: give --token-file FILE, --token TOKEN or env FOREWARN_TOKEN (token in the library)';
+
+export interface ImpactOptions {
+  /** Real impact was asked for (--impact): without it nothing is bound and no signal is ever sent. */
+  enabled?: boolean;
+}
 
 export interface ProcessView {
   vm: string;
@@ -60,9 +80,14 @@ interface Bound {
   vm: string;
   spec: ProcessSpec;
   owned: boolean;
+  /** The process now (or last): for a pid or pidfile binding, `who` holds the proof that it is the one bound. */
   pid: number | null;
+  who: ProcessIdentity | null;
+  /** A pidfile's pids must all belong to the user the first one did. */
+  uid: number | null;
+  /** An owned command's marker: in the environment of every process it starts. */
+  marker: ProcessMarker | null;
   child: ChildProcess | null;
-  exited: Promise<void>;
   status: ProcessStatus;
   /** What the last VM state asked for; transitions are queued from it. */
   desired: Condition;
@@ -76,22 +101,22 @@ interface Bound {
   expectingExit: boolean;
 }
 
-/** Owned commands still running in any controller, for the exit backstop. */
-const LIVE_OWNED = new Map<number, Signaller>();
+/** The markers of owned commands bound in any controller, for the exit backstop. */
+const LIVE_MARKERS = new Set<ProcessMarker>();
 let exitHookInstalled = false;
 
-/** A process leaving without close() must not leave orphans: its owned command groups are killed. */
+/** A process leaving without close() must not leave orphans: every process of its owned commands is killed. */
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const [pid, signaller] of LIVE_OWNED) signaller.send(pid, 'SIGKILL');
+    for (const marker of LIVE_MARKERS) signalMarked(marker, 'SIGKILL');
   });
 }
 
 export class ImpactController {
   readonly #engine: Engine;
-  readonly #signaller = new Signaller();
+  readonly #enabled: boolean;
   readonly #bindings = new Map<string, Bound>();
   readonly #listeners = new Set<(entry: ImpactEntry) => void>();
   #unsubscribe: (() => void) | undefined;
@@ -99,8 +124,14 @@ export class ImpactController {
   #again = false;
   #closing: Promise<void> | undefined;
 
-  constructor(engine: Engine) {
+  constructor(engine: Engine, options: ImpactOptions = {}) {
     this.#engine = engine;
+    this.#enabled = options.enabled === true;
+  }
+
+  /** Whether real impact was asked for; the routes answer 403 otherwise. */
+  get enabled(): boolean {
+    return this.#enabled;
   }
 
   /** Called with every entry any binding logs, e.g. for the stream. */
@@ -111,26 +142,28 @@ export class ImpactController {
 
   /** Binds `vm` to a process, replacing (and stopping, if owned) any earlier binding, and applies the VM's state now. */
   async bind(vm: string, spec: ProcessSpec): Promise<ProcessView> {
+    // The routes refuse first; this guards every other caller.
+    if (!this.#enabled) throw new Error(IMPACT_OFF_MESSAGE);
     if (this.#closing) throw invalid('the emulator is shutting down');
     this.#engine.fleet.get(vm);
     const now = this.#stateOf(vm);
     // [choice] A process starts out running: bound mid-reboot it would be killed at once, or started on a VM that is down.
     if (now !== 'running' && now !== 'frozen') throw conflict(`VM '${vm}' is ${now}; bind a process to it while it runs`);
     // Checked before the old binding goes, so a bad request changes nothing.
-    let pid: number | null = null;
-    if (spec.kind === 'pid') {
-      checkPid(spec.pid, 'pid');
-      pid = spec.pid;
-    } else if (spec.kind === 'pidfile') pid = readPidfile(spec.pidfile);
+    let who: ProcessIdentity | null = null;
+    if (spec.kind === 'pid') who = identifyBindable(spec.pid, 'pid');
+    else if (spec.kind === 'pidfile') who = identifyBindable(readPidfile(spec.pidfile), 'pidfile', `the pid in ${spec.pidfile}`);
     else checkCwd(spec.cwd);
     if (this.#bindings.has(vm)) await this.unbind(vm);
     const b: Bound = {
       vm,
       spec,
       owned: spec.kind === 'command',
-      pid,
+      pid: who?.pid ?? null,
+      who,
+      uid: who?.uid ?? null,
+      marker: spec.kind === 'command' ? newMarker(IMPACT_MARKER_VARIABLE) : null,
       child: null,
-      exited: Promise.resolve(),
       status: 'running',
       desired: 'running',
       seen: new Set(this.#restartingEvents().get(vm) ?? []),
@@ -144,8 +177,7 @@ export class ImpactController {
       const started = await this.#spawn(b, now, 'bound');
       if (!started.ok) throw invalid(`command: cannot start ${JSON.stringify(spec.command[0])}: ${started.reason}`, 'command');
     } else {
-      this.#signaller.admit(pid!, false);
-      this.#log(b, 'bind', pid, null, true, now, `bound to ${spec.kind === 'pid' ? `pid ${pid}` : `${spec.pidfile} (pid ${pid})`}`);
+      this.#log(b, 'bind', b.pid, null, true, now, `bound to ${spec.kind === 'pid' ? `pid ${b.pid}` : `${spec.pidfile} (pid ${b.pid})`}`);
     }
     this.#bindings.set(vm, b);
     // Every transition, the end of an impact included, is a mutation: one look after each is enough.
@@ -305,18 +337,18 @@ export class ImpactController {
 
   /** SIGTERM (and SIGCONT, so a stopped process can act on it), then SIGKILL if it is still there after `graceMs`. */
   async #terminate(b: Bound, graceMs: number, state: VmState, why: string): Promise<void> {
-    const pid = this.#pidNow(b);
-    if (pid === null || !this.#alive(b, pid)) {
-      this.#log(b, 'skip', pid, null, true, state, `nothing to terminate: the process has already exited (${why})`);
+    this.#followPidfile(b);
+    if (!this.#alive(b)) {
+      this.#log(b, 'skip', b.pid, null, true, state, `nothing to terminate: the process has already exited (${why})`);
       return;
     }
     b.expectingExit = true;
     const wasStopped = b.status === 'stopped';
     if (!this.#signal(b, 'SIGTERM', 'terminate', state, why)) return;
     if (wasStopped) this.#signal(b, 'SIGCONT', 'continue', state, 'so that it can act on SIGTERM');
-    if (await this.#waitForExit(b, pid, graceMs)) return;
+    if (await this.#waitForExit(b, graceMs)) return;
     this.#signal(b, 'SIGKILL', 'kill', state, `still running ${graceMs / 1000} s after SIGTERM`);
-    await this.#waitForExit(b, pid, KILL_WAIT_MS);
+    await this.#waitForExit(b, KILL_WAIT_MS);
   }
 
   /** Ends a binding: an owned command terminated, a process left stopped continued. */
@@ -329,61 +361,72 @@ export class ImpactController {
       if (this.#signal(b, 'SIGCONT', 'continue', state, `${why}: a process Forewarn stopped is not left stopped`)) b.status = 'running';
     }
     this.#log(b, 'unbind', b.pid, null, true, state, why);
-    if (b.pid !== null) this.#signaller.release(b.pid);
+    if (b.marker !== null) LIVE_MARKERS.delete(b.marker);
   }
 
-  /** A pidfile is read again before each action, so a process that restarts itself and rewrites it is followed. */
-  #pidNow(b: Bound): number | null {
-    if (b.spec.kind !== 'pidfile') return b.pid;
+  /**
+   * A pidfile is read again before each action, so a process that restarts itself and rewrites it is
+   * followed; but only to a process of the same user as the first, and one that may be bound at all.
+   */
+  #followPidfile(b: Bound): void {
+    if (b.spec.kind !== 'pidfile') return;
+    const { pidfile } = b.spec;
+    let pid: number;
     try {
-      const pid = readPidfile(b.spec.pidfile);
-      if (pid !== b.pid) {
-        if (b.pid !== null) this.#signaller.release(b.pid);
-        this.#signaller.admit(pid, false);
-        b.pid = pid;
-      }
+      pid = readPidfile(pidfile);
     } catch {
-      // Unreadable now (its process may have removed it on exit): the pid read last stands.
+      // Unreadable now (its process may have removed it on exit): the process read last stands.
+      return;
     }
-    return b.pid;
+    if (pid === b.pid) return;
+    let who: ProcessIdentity;
+    try {
+      who = identifyBindable(pid, 'pidfile', `the pid in ${pidfile}`);
+    } catch (err) {
+      this.#log(b, 'skip', b.pid, null, false, this.#stateOf(b.vm), `not followed: ${(err as Error).message}`);
+      return;
+    }
+    if (who.uid !== b.uid) {
+      const why = `not followed: the pid in ${pidfile} now belongs to user ${who.uid}, not ${b.uid} as the first one did`;
+      this.#log(b, 'skip', b.pid, null, false, this.#stateOf(b.vm), why);
+      return;
+    }
+    b.who = who;
+    b.pid = pid;
   }
 
-  #alive(b: Bound, pid: number): boolean {
-    if (b.owned) return b.child !== null && b.child.exitCode === null && b.child.signalCode === null;
-    return isAlive(pid);
+  /** Whether the bound process (any process of an owned command) still runs, and is still the one bound. */
+  #alive(b: Bound): boolean {
+    // The leader counts until Node has reaped it, so its exit is logged before a caller hears it ended.
+    if (b.marker !== null) return markedAlive(b.marker) || (b.child !== null && b.child.exitCode === null && b.child.signalCode === null);
+    return b.who !== null && isSameAlive(b.who);
   }
 
-  async #waitForExit(b: Bound, pid: number, ms: number): Promise<boolean> {
+  async #waitForExit(b: Bound, ms: number): Promise<boolean> {
     const end = wallClock() + ms;
-    if (b.owned) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-      await Promise.race([b.exited, timeout]);
-      clearTimeout(timer);
-      return !this.#alive(b, pid);
-    }
-    while (this.#alive(b, pid)) {
+    while (this.#alive(b)) {
       if (wallClock() >= end) return false;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, EXIT_POLL_MS));
     }
     return true;
   }
 
   #signal(b: Bound, signal: ImpactSignal, action: ImpactAction, state: VmState, why: string): boolean {
-    const pid = b.owned ? b.pid : this.#pidNow(b);
-    if (pid === null) {
+    if (b.marker === null) this.#followPidfile(b);
+    if (b.marker === null && b.who === null) {
       this.#log(b, action, null, signal, false, state, `${why}; but no process is running`);
       return false;
     }
-    const result = this.#signaller.send(pid, signal);
+    const result = b.marker !== null ? signalMarked(b.marker, signal) : signalBound(b.who!, signal);
+    const target = result.ok ? (result.target === 'processes' ? 'groups of its processes' : result.target) : '';
     this.#log(
       b,
       action,
-      pid,
+      b.pid,
       signal,
       result.ok,
       state,
-      result.ok ? `${why} (${signal} to the ${result.target})` : `${why}; refused: ${result.reason}`,
+      result.ok ? `${why} (${signal} to the ${target})` : `${why}; refused: ${result.reason}`,
     );
     return result.ok;
   }
@@ -394,7 +437,9 @@ export class ImpactController {
     const [file, ...args] = b.spec.command;
     let child: ChildProcess;
     try {
-      child = spawn(file!, args, { cwd: b.spec.cwd, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
+      // [choice] The allowlist the agent's exec actions get, never the emulator's token or secrets, and the marker.
+      const env = { ...allowlistedEnvironment(process.env), [b.marker!.name]: b.marker!.value };
+      child = spawn(file!, args, { cwd: b.spec.cwd, env, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
     } catch (err) {
       return { ok: false, reason: (err as Error).message };
     }
@@ -408,9 +453,7 @@ export class ImpactController {
       return started.ok ? { ok: false, reason: 'no pid' } : started;
     }
     const pid = child.pid;
-    if (b.pid !== null && b.pid !== pid) this.#signaller.release(b.pid);
-    this.#signaller.admit(pid, true);
-    LIVE_OWNED.set(pid, this.#signaller);
+    LIVE_MARKERS.add(b.marker!);
     installExitHook();
     b.child = child;
     b.pid = pid;
@@ -422,17 +465,12 @@ export class ImpactController {
     // The emulator's own exit must not wait for its commands: close() or the exit hook ends them.
     child.unref();
     (child.stderr as { unref?: () => void } | null)?.unref?.();
-    b.exited = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        LIVE_OWNED.delete(pid);
-        if (b.child === child) b.child = null;
-        const how = signal !== null ? `killed by ${signal}` : `exited with code ${code}`;
-        if (!b.expectingExit && b.status !== 'ended') b.status = 'exited';
-        const tail =
-          !b.expectingExit && b.stderr.trim() !== '' ? `; stderr ends: ${b.stderr.trim().split('\n').slice(-3).join(' | ')}` : '';
-        this.#log(b, 'exit', pid, null, true, this.#stateOf(b.vm), `${how}${tail}`);
-        resolve();
-      });
+    child.once('exit', (code, signal) => {
+      if (b.child === child) b.child = null;
+      const how = signal !== null ? `killed by ${signal}` : `exited with code ${code}`;
+      if (!b.expectingExit && b.status !== 'ended') b.status = 'exited';
+      const tail = !b.expectingExit && b.stderr.trim() !== '' ? `; stderr ends: ${b.stderr.trim().split('\n').slice(-3).join(' | ')}` : '';
+      this.#log(b, 'exit', pid, null, true, this.#stateOf(b.vm), `${how}${tail}`);
     });
     this.#log(b, 'start', pid, null, true, state, `${why}: ${b.spec.command.join(' ')}`);
     // Closed while it started: it must not outlive the emulator.

@@ -1,32 +1,15 @@
-// The only place in Forewarn that sends a signal (process.kill), and the guards around it: a signal
-// reaches only a process the user gave or Forewarn started, never pid 1, the emulator or its own group.
-import { readFileSync } from 'node:fs';
+// The only place in the emulator that sends a signal (process.kill), and the proof it asks for first:
+// a bound pid only while it is the very process that was bound (its start time), an owned command's
+// processes only while they carry the marker Forewarn gave it. Never pid 1, the emulator, its group or
+// its ancestors.
+import { ancestorPids, HAS_PROC, isEnded, markedProcesses, procStat, procUid, type ProcessMarker } from '../../shared/proc.js';
 
 /** The only signals real impact sends. */
 export const IMPACT_SIGNALS = ['SIGSTOP', 'SIGCONT', 'SIGTERM', 'SIGKILL'] as const;
 export type ImpactSignal = (typeof IMPACT_SIGNALS)[number];
 
-/** What /proc says of a process (Linux); undefined where there is no /proc or no such process. */
-interface ProcStat {
-  state: string;
-  pgid: number;
-  /** Clock ticks after boot; with the pid, it names one process across pid reuse. */
-  startTime: string;
-}
-
-function procStat(pid: number | 'self'): ProcStat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // The command name may hold spaces and parentheses: the fields start after the last ')'.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const pgid = Number(fields[2]);
-  if (fields[0] === undefined || !Number.isInteger(pgid) || fields[19] === undefined) return undefined;
-  return { state: fields[0], pgid, startTime: fields[19] };
-}
+/** The largest pid Linux can give (PID_MAX_LIMIT is 2^22; pid_t is 32-bit). */
+const MAX_PID = 2 ** 31 - 1;
 
 /** The emulator's own process group, which no signal may reach; undefined without /proc. */
 const OWN_GROUP = procStat('self')?.pgid;
@@ -37,80 +20,99 @@ function errorCode(err: unknown): string | undefined {
 
 /**
  * Why `pid` may not be bound, or undefined when it may: it must be a live process this user may
- * signal, and none of pid 1, the emulator itself, or the leader of the emulator's own group.
+ * signal, and none of pid 1, the emulator, the leader of its group, or any of its ancestors (the
+ * shell, the test runner or the container's init that started it). `subject` names the pid in the
+ * reason: a pid read from a file is not echoed, as nothing a file holds is.
  */
-export function refusalFor(pid: number): string | undefined {
-  if (!Number.isSafeInteger(pid) || pid < 1) return `pid must be a positive whole number, got ${pid}`;
-  if (pid === 1) return 'pid 1 is init (or a container’s first process); Forewarn never signals it';
-  if (pid === process.pid) return `pid ${pid} is the emulator itself; Forewarn never signals it`;
-  if (OWN_GROUP !== undefined && pid === OWN_GROUP) return `pid ${pid} leads the emulator’s own process group; Forewarn never signals it`;
+export function refusalFor(pid: number, subject = `pid ${pid}`): string | undefined {
+  if (!Number.isSafeInteger(pid) || pid < 1 || pid > MAX_PID) return `${subject} is not a whole number from 1 to ${MAX_PID}`;
+  if (pid === 1) return `${subject} is init (or a container’s first process); Forewarn never signals it`;
+  if (!HAS_PROC) return 'real impact needs Linux’s /proc to prove which process a pid is; this machine has none';
+  if (pid === process.pid) return `${subject} is the emulator itself; Forewarn never signals it`;
+  if (OWN_GROUP !== undefined && pid === OWN_GROUP) return `${subject} leads the emulator’s own process group; Forewarn never signals it`;
+  if (ancestorPids().includes(pid))
+    return `${subject} is an ancestor of the emulator (it started it, or started what did); Forewarn never signals it`;
   try {
     process.kill(pid, 0);
   } catch (err) {
-    if (errorCode(err) === 'ESRCH') return `no process has pid ${pid}`;
-    if (errorCode(err) === 'EPERM') return `pid ${pid} belongs to another user; the emulator may not signal it`;
-    return `pid ${pid} cannot be signalled: ${(err as Error).message}`;
+    if (errorCode(err) === 'ESRCH') return `no process has ${subject}`;
+    if (errorCode(err) === 'EPERM') return `${subject} belongs to another user; the emulator may not signal it`;
+    return `${subject} cannot be signalled (${errorCode(err) ?? 'error'})`;
   }
-  if (procStat(pid)?.state === 'Z') return `pid ${pid} has exited (a zombie its parent has not reaped)`;
+  if (isEnded(procStat(pid))) return `${subject} has exited`;
   return undefined;
 }
 
-/** Whether `pid` still runs (a zombie does not). */
-export function isAlive(pid: number): boolean {
-  if (pid <= 1) return false;
+/** Which process a pid is: with its start time it names one process across pid reuse. */
+export interface ProcessIdentity {
+  pid: number;
+  startTime: string;
+  uid: number;
+}
+
+/** The identity of a live process, or undefined when /proc cannot say (it has gone, or there is no /proc). */
+export function identify(pid: number): ProcessIdentity | undefined {
+  const stat = procStat(pid);
+  const uid = procUid(pid);
+  if (isEnded(stat) || uid === undefined) return undefined;
+  return { pid, startTime: stat!.startTime, uid };
+}
+
+/** Whether the process `who` names still runs (not a zombie), and is still that process. */
+export function isSameAlive(who: ProcessIdentity): boolean {
+  const stat = procStat(who.pid);
+  return !isEnded(stat) && stat!.startTime === who.startTime;
+}
+
+/** Whether any process that carries `marker` still runs. */
+export function markedAlive(marker: ProcessMarker): boolean {
+  return markedProcesses(marker).length > 0;
+}
+
+export type SignalResult = { ok: true; target: 'group' | 'process' | 'processes' } | { ok: false; reason: string };
+
+function kill(target: number, signal: ImpactSignal): string | undefined {
+  // Never pid 0 or -1 (every process this user may signal), never the emulator's group or itself.
+  if (Math.abs(target) <= 1 || target === process.pid || (OWN_GROUP !== undefined && target === -OWN_GROUP)) {
+    return `${target} is never signalled`;
+  }
   try {
-    process.kill(pid, 0);
+    process.kill(target, signal);
+    return undefined;
   } catch (err) {
-    // EPERM: it exists, though it is no longer ours to signal.
-    return errorCode(err) === 'EPERM';
+    const code = errorCode(err);
+    return code === 'ESRCH' ? 'no such process (it has exited)' : `${code ?? 'error'}: ${(err as Error).message}`;
   }
-  return procStat(pid)?.state !== 'Z';
 }
 
-export type SignalResult = { ok: true; target: 'group' | 'process' } | { ok: false; reason: string };
-
-interface Admitted {
-  /** Forewarn started it detached, so it leads a process group of its own. */
-  owned: boolean;
-  startTime: string | undefined;
+/**
+ * Signals the process that was bound, proven by its start time: alone, or with its group when it
+ * leads one (a group cannot be taken over while its leader lives). A pid that now names another
+ * process is refused.
+ */
+export function signalBound(who: ProcessIdentity, signal: ImpactSignal): SignalResult {
+  const stat = procStat(who.pid);
+  if (isEnded(stat)) return { ok: false, reason: 'no such process (it has exited)' };
+  if (stat!.startTime !== who.startTime)
+    return { ok: false, reason: `pid ${who.pid} has exited and its number now belongs to another process` };
+  const group = stat!.pgid === who.pid;
+  const failed = kill(group ? -who.pid : who.pid, signal);
+  return failed === undefined ? { ok: true, target: group ? 'group' : 'process' } : { ok: false, reason: failed };
 }
 
-/** The pids Forewarn was given or started, and the one way to signal them. */
-export class Signaller {
-  readonly #admitted = new Map<number, Admitted>();
-
-  /** Makes `pid` signallable; call only once refusalFor(pid) found nothing (or Forewarn spawned it). */
-  admit(pid: number, owned: boolean): void {
-    this.#admitted.set(pid, { owned, startTime: procStat(pid)?.startTime });
+/**
+ * Signals every process of an owned command: each process group one of its marked processes is in
+ * (Linux gives a group's number to no one else while a member lives, and only its descendants share
+ * its sessions), so members that dropped the marker go too. None left: refused, nothing sent.
+ */
+export function signalMarked(marker: ProcessMarker, signal: ImpactSignal): SignalResult {
+  const groups = new Set(markedProcesses(marker).map((p) => p.pgid));
+  if (groups.size === 0) return { ok: false, reason: 'none of its processes runs' };
+  const failures: string[] = [];
+  for (const pgid of groups) {
+    const failed = kill(-pgid, signal);
+    if (failed !== undefined) failures.push(`group ${pgid}: ${failed}`);
   }
-
-  release(pid: number): void {
-    this.#admitted.delete(pid);
-  }
-
-  /**
-   * Sends `signal`: to the process group when Forewarn started the command or the pid leads its
-   * own group, else to the pid alone. Refuses anything not admitted, and a pid now worn by another process.
-   */
-  send(pid: number, signal: ImpactSignal): SignalResult {
-    const admitted = this.#admitted.get(pid);
-    if (!admitted) return { ok: false, reason: `pid ${pid} was neither given to Forewarn nor started by it` };
-    if (pid <= 1 || pid === process.pid) return { ok: false, reason: `pid ${pid} is never signalled` };
-    const stat = procStat(pid);
-    if (stat && admitted.startTime !== undefined && stat.startTime !== admitted.startTime) {
-      this.#admitted.delete(pid);
-      return { ok: false, reason: `pid ${pid} has exited and its number now belongs to another process` };
-    }
-    // A spawned leader that has exited may leave its group behind: the group is still ours to end.
-    const group = admitted.owned || stat?.pgid === pid;
-    if (group && OWN_GROUP !== undefined && pid === OWN_GROUP)
-      return { ok: false, reason: `pid ${pid} leads the emulator’s own process group` };
-    try {
-      process.kill(group ? -pid : pid, signal);
-    } catch (err) {
-      const code = errorCode(err);
-      return { ok: false, reason: code === 'ESRCH' ? 'no such process (it has exited)' : `${code ?? 'error'}: ${(err as Error).message}` };
-    }
-    return { ok: true, target: group ? 'group' : 'process' };
-  }
+  if (failures.length === groups.size) return { ok: false, reason: failures.join('; ') };
+  return { ok: true, target: groups.size === 1 ? 'group' : 'processes' };
 }
