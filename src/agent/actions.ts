@@ -5,8 +5,9 @@ import type { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { monotonicMs } from '../shared/clock.js';
 import { ENV_REF } from './config.js';
-import { execEnvironment } from './exec-env.js';
-import { GATE_SCRIPT, GROUP_GUARD, processStartTime, programProblem, signalGroup } from './process-group.js';
+import { newMarker, procStat } from '../shared/proc.js';
+import { ACTION_MARKER_VARIABLE, execEnvironment } from './exec-env.js';
+import { GATE_SCRIPT, GROUP_GUARD, groupState, programProblem, signalGroup } from './process-group.js';
 import type { Action, ActionContext, ActionResult, EventFields, ExecAction, HttpAction, LogAction } from './types.js';
 
 /** How much of a program's output, or a response body, is kept for the error message. */
@@ -152,11 +153,13 @@ class Tail {
 
 function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
   const payload = eventPayload(ctx);
-  const env = execEnvironment(action, payload);
-  const [program, ...args] = action.argv;
   // POSIX: the program leads a process group, so a timeout also stops whatever it started, and
-  // it waits behind a gate until that group is journaled (process-group.ts).
+  // it waits behind a gate until that group is journaled (process-group.ts). The marker, new for
+  // each run, is what later proves a member of that group is this run's.
   const group = GROUP_GUARD;
+  const marker = group ? newMarker(ACTION_MARKER_VARIABLE).value : undefined;
+  const env = execEnvironment(action, payload, process.env, marker);
+  const [program, ...args] = action.argv;
   if (group) {
     // The gate's shell would report these as exit codes; say what spawn would have said.
     const problem = action.cwd !== null && !existsSync(action.cwd) ? 'ENOENT' : programProblem(program!, action.cwd, env.PATH);
@@ -194,8 +197,22 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
       resolve(attempt);
     };
     const signal = (sig: NodeJS.Signals) => {
-      if (group && child.pid !== undefined) signalGroup(child.pid, sig);
-      else child.kill(sig);
+      if (!group || child.pid === undefined) {
+        child.kill(sig);
+        return;
+      }
+      // Until it is reaped (Node marks it exited as it reaps it), the leader holds its number, so the
+      // group can only be ours. Once reaped, the number may pass to another group when ours ends:
+      // only the marker proves it then.
+      const leaderHeld = child.exitCode === null && child.signalCode === null;
+      const state = leaderHeld ? 'ours' : groupState({ pgid: child.pid, marker });
+      if (state === 'ours') signalGroup(child.pid, sig);
+      else if (state === 'unproven') {
+        ctx.logger.warn(
+          { action: action.name, pgid: child.pid, signal: sig },
+          'not signalling the process group: its leader has exited and no live member can be proven to be this run',
+        );
+      }
     };
     const kill = (why: string) => {
       if (killedFor !== null) return;
@@ -215,7 +232,7 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
       const gate = child.stdio[3] as Writable;
       gate.on('error', () => {});
       const pgid = child.pid;
-      const recorded = ctx.recordProcess?.({ pgid, startTime: processStartTime(pgid) }) ?? Promise.resolve();
+      const recorded = ctx.recordProcess?.({ pgid, startTime: procStat(pgid)?.startTime ?? null, marker }) ?? Promise.resolve();
       recorded.then(
         () => {
           if (settled || killedFor !== null) return gate.destroy();

@@ -20,7 +20,7 @@ import { Journal } from './journal.js';
 import { decideApproval, shouldResend, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
 import { AgentMetrics } from './metrics.js';
-import { groupAlive, settleGroup } from './process-group.js';
+import { groupState, settleGroup } from './process-group.js';
 import { matchRule } from './rules.js';
 import { startStatusServer, type StatusServer } from './server.js';
 import type {
@@ -756,26 +756,49 @@ export class Agent {
   /**
    * An exec action recorded `running` whose process group is still alive (the last agent was
    * killed while it ran): wait for it up to its timeout from its start, then stop the group, so
-   * two copies of one action never run at once. False when the agent stops meanwhile.
+   * two copies of one action never run at once. A group that cannot be proven to be the one that
+   * agent started (process-group.ts) is never signalled: it is waited for until it ends, the agent
+   * stops or, in preparation, the event ends. False when the wait ends before the group does.
    */
   async #awaitEarlierCopy(tracked: Tracked, action: Action, key: string, log: Logger): Promise<boolean> {
     const group = this.#j.get(tracked.event.id)?.actions[key]?.process;
-    if (action.type !== 'exec' || group === undefined || !groupAlive(group)) return true;
+    if (action.type !== 'exec' || group === undefined) return true;
+    const state = groupState(group);
+    if (state === 'gone') return true;
     const deadline = Date.parse(group.startedAt) + action.timeoutSeconds * 1000;
-    log.warn(
-      { pgid: group.pgid, startedAt: group.startedAt, waitUntil: new Date(deadline).toISOString() },
-      'the interrupted action is still running (it outlived the last agent): waiting for it to end before running it again',
-    );
+    // Whether it has a marker, not the marker: what proves a group ours stays in the 0600 journal.
+    const fields = { pgid: group.pgid, startedAt: group.startedAt, journaledMarker: group.marker !== undefined };
+    if (state === 'ours') {
+      log.warn(
+        { ...fields, waitUntil: new Date(deadline).toISOString() },
+        'the interrupted action is still running (it outlived the last agent): waiting for it to end before running it again',
+      );
+    } else {
+      log.warn(
+        fields,
+        "a process group with the interrupted action's number is alive, but it cannot be proven to be the one the last agent started: waiting for it to end before running the action again; it is never signalled",
+      );
+    }
     const ended = await settleGroup(group, {
       deadline,
       graceMs: KILL_GRACE_MS,
       now: this.#now,
       sleep: this.#sleep,
       signal: this.#stop.signal,
+      // An event that has ended needs no more preparation: no reason to wait on a stranger for it.
+      ...(key.startsWith('prepare:') ? { unprovenUntil: tracked.ended.signal } : {}),
       onStop: (how) => log.warn({ pgid: group.pgid, signal: how }, 'the earlier copy ran past its timeout: stopping its process group'),
+      onUnproven: () =>
+        log.warn(
+          fields,
+          "the process group is past the action's timeout but cannot be proven to be the earlier copy: not signalling it; still waiting for it to end",
+        ),
     });
-    if (ended === 'aborted') return false;
-    log.info({ pgid: group.pgid }, 'the earlier copy has ended');
+    if (ended === 'aborted') {
+      if (!this.#stop.signal.aborted) log.info(fields, 'the event has ended: no longer waiting for that process group');
+      return false;
+    }
+    log.info({ pgid: group.pgid }, state === 'ours' ? 'the earlier copy has ended' : 'that process group has ended');
     return true;
   }
 

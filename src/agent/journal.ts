@@ -25,7 +25,14 @@ export interface JournalOptions {
   ops?: FileOps;
 }
 
-const ProcessRecordSchema = z.object({ pgid: z.int().positive(), startTime: z.string().nullable(), startedAt: z.string() });
+const ProcessRecordSchema = z.object({
+  // kill(-1) would reach every process the agent may signal, and 0 its own group: never a journaled group.
+  pgid: z.int().min(2, 'a process group id must be 2 or more (0, 1 and negative numbers name no single group)'),
+  startTime: z.string().nullable(),
+  // Absent in journals written before markers; such a group can never be proven ours.
+  marker: z.uuid().optional(),
+  startedAt: z.string(),
+});
 
 const ActionRecordSchema = z.object({
   status: z.enum(['running', 'succeeded', 'failed']),

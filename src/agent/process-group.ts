@@ -1,8 +1,12 @@
 // Exec actions run in a process group of their own, journaled before the program starts, so an
 // agent killed mid-action and restarted can find the program still running and never start a
-// second copy beside it. POSIX only: Windows has no process groups to record (docs/agent.md).
-import { accessSync, constants, readFileSync, readdirSync, statSync } from 'node:fs';
+// second copy beside it. A group is signalled only while it is proven ours: a pgid outlives its
+// group, so a number alone proves nothing. POSIX only: Windows has no process groups to record.
+// Proof needs Linux /proc: elsewhere a journaled group is only waited for (docs/agent.md).
+import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { allPids, carriesMarker, groupMembers, HAS_PROC } from '../shared/proc.js';
+import { ACTION_MARKER_VARIABLE } from './exec-env.js';
 import type { ProcessRecord } from './types.js';
 
 /** Whether exec actions run behind the gate and have their group recorded. */
@@ -16,61 +20,53 @@ export const GROUP_GUARD = process.platform !== 'win32';
  */
 export const GATE_SCRIPT = 'read -r _ <&3 || exit 125; exec 3<&-; exec "$0" "$@"';
 
-/** A pid's start time in clock ticks since boot (field 22 of /proc/PID/stat), or null off Linux or once it is gone. */
-export function processStartTime(pid: number): string | null {
-  return statFields(pid)?.[19] ?? null;
-}
+/**
+ * What a journaled group is now. 'ours': a live member carries the run's marker. 'unproven': it
+ * has live members but none is proven ours (no marker recorded, none carries it, or /proc cannot
+ * be read). 'gone': no member lives.
+ */
+export type GroupState = 'ours' | 'unproven' | 'gone';
 
-/** Fields 3… of /proc/PID/stat (the command name, which may hold spaces or parentheses, cut off). */
-function statFields(pid: number | string): string[] | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return null;
-  }
+/** Whether `pgid` can name one process group: kill(-1) reaches every process, kill(-0) our own group. */
+function validPgid(pgid: number): boolean {
+  return Number.isSafeInteger(pgid) && pgid >= 2;
 }
-
-const HAS_PROC = (() => {
-  try {
-    return statSync('/proc/self/stat').isFile();
-  } catch {
-    return false;
-  }
-})();
 
 /**
- * Whether the recorded group still has a live (not zombie) member that is ours. A leader with
- * another start time means the number was reused after our group ended. Off Linux: kill(-pgid, 0).
+ * Linux hands no pid out again while a process group of that number has a member, and every
+ * descendant of the program inherits its marker: so a live member carrying the marker proves the
+ * group is the one started for that run, or one its program's descendants made. A member that
+ * dropped its environment (env -i, sudo) or a process /proc will not show proves nothing.
  */
-export function groupAlive(record: Pick<ProcessRecord, 'pgid' | 'startTime'>): boolean {
-  if (!HAS_PROC) {
-    try {
-      process.kill(-record.pgid, 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  }
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return false;
-  }
-  let members = 0;
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    const fields = statFields(name);
-    if (fields === null || fields[0] === 'Z' || fields[0] === 'X' || Number(fields[2]) !== record.pgid) continue;
-    if (Number(name) === record.pgid && record.startTime !== null && fields[19] !== record.startTime) return false;
-    members++;
-  }
-  return members > 0;
+export function groupState(record: Pick<ProcessRecord, 'pgid' | 'marker'>): GroupState {
+  // Names no single group, so none of ours (the journal refuses such a record anyway).
+  if (!validPgid(record.pgid)) return 'gone';
+  // /proc lists at least this process: an empty list means it could not be read.
+  if (!HAS_PROC || allPids().length === 0) return groupExists(record.pgid) ? 'unproven' : 'gone';
+  const members = groupMembers(record.pgid);
+  if (members.length === 0) return 'gone';
+  const marker = record.marker;
+  if (marker === undefined) return 'unproven';
+  const proof = { name: ACTION_MARKER_VARIABLE, value: marker };
+  return members.some((pid) => carriesMarker(pid, proof)) ? 'ours' : 'unproven';
 }
 
-/** Sends `signal` to the whole group; false when it is gone. */
+/** kill(-pgid, 0): whether any process is in the group, ours or not (EPERM: someone else's). */
+function groupExists(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Sends `signal` to the whole group; false when it is gone, and always for a pgid of 1 or less or
+ * not an integer (nothing is sent). Callers prove the group is theirs first (groupState).
+ */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  if (!validPgid(pgid)) return false;
   try {
     process.kill(-pgid, signal);
     return true;
@@ -88,37 +84,52 @@ export interface SettleOptions {
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   signal: AbortSignal;
   pollMs?: number;
-  /** Told when the deadline passes and the group is stopped. */
+  /** Told when the deadline passes and the group, proven ours, is stopped. */
   onStop?: (how: 'SIGTERM' | 'SIGKILL') => void;
+  /** Told once when the deadline passes with the group not proven ours: it is never signalled. */
+  onUnproven?: () => void;
+  /** While the group is not proven ours, waiting also ends ('aborted') when this aborts. */
+  unprovenUntil?: AbortSignal;
 }
 
 /**
- * Waits for a recorded group to end: on its own until `deadline`, then SIGTERM, then SIGKILL after
- * the grace. Resolves 'gone' once no member is alive, or 'aborted' if `signal` aborts first.
+ * Waits for a recorded group to end: on its own until `deadline`, then, only while it is proven
+ * ours, SIGTERM, then SIGKILL after the grace. A group not proven ours is only waited for.
+ * Resolves 'gone' once no member is alive, or 'aborted' if `signal` (or `unprovenUntil`) aborts first.
  */
-export async function settleGroup(record: Pick<ProcessRecord, 'pgid' | 'startTime'>, options: SettleOptions): Promise<'gone' | 'aborted'> {
+export async function settleGroup(record: Pick<ProcessRecord, 'pgid' | 'marker'>, options: SettleOptions): Promise<'gone' | 'aborted'> {
   const poll = options.pollMs ?? 200;
+  const unprovenWait = options.unprovenUntil === undefined ? options.signal : AbortSignal.any([options.signal, options.unprovenUntil]);
   let sent: 'none' | 'SIGTERM' | 'SIGKILL' = 'none';
   let termAt = 0;
+  let toldUnproven = false;
   for (;;) {
-    if (!groupAlive(record)) return 'gone';
+    const state = groupState(record);
+    if (state === 'gone') return 'gone';
     const now = options.now();
-    if (sent === 'none' && now >= options.deadline) {
+    if (state === 'unproven' && now >= options.deadline && !toldUnproven) {
+      toldUnproven = true;
+      options.onUnproven?.();
+    }
+    // Proven just now: to change hands before the signal, the number would need the whole group
+    // to end and the pids to wrap round in between.
+    if (state === 'ours' && sent === 'none' && now >= options.deadline) {
       sent = 'SIGTERM';
       termAt = now;
       options.onStop?.('SIGTERM');
       signalGroup(record.pgid, 'SIGTERM');
-    } else if (sent === 'SIGTERM' && now >= termAt + options.graceMs) {
+    } else if (state === 'ours' && sent === 'SIGTERM' && now >= termAt + options.graceMs) {
       sent = 'SIGKILL';
       options.onStop?.('SIGKILL');
       signalGroup(record.pgid, 'SIGKILL');
     }
+    const waitOn = state === 'ours' ? options.signal : unprovenWait;
     try {
-      await options.sleep(poll, options.signal);
+      await options.sleep(poll, waitOn);
     } catch {
       return 'aborted';
     }
-    if (options.signal.aborted) return 'aborted';
+    if (waitOn.aborted) return 'aborted';
   }
 }
 

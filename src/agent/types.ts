@@ -134,9 +134,15 @@ export type JournalUnwritablePolicy = 'prepare-before-notbefore' | 'hold';
 
 /** The process group an exec action's program runs in, journaled before the program starts (POSIX). */
 export interface ProcessRecord {
+  /** Always 2 or more: 0, 1 and negative numbers name no single group (kill(-1) reaches every process). */
   pgid: number;
-  /** The leader's start time (Linux: field 22 of /proc/PID/stat), so a reused pid is not taken for ours; null elsewhere. */
+  /** The leader's start time (Linux: field 22 of /proc/PID/stat), for the logs; null elsewhere. */
   startTime: string | null;
+  /**
+   * The value of the program's FOREWARN_ACTION_MARKER, which proves a live member of the group is
+   * ours (process-group.ts). Absent in journals written before markers: such a group is never signalled.
+   */
+  marker?: string;
   startedAt: string;
 }
 

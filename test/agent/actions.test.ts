@@ -11,8 +11,11 @@ import { runAction } from '../../src/agent/actions.js';
 import { EXEC_ENV_ALLOWLIST } from '../../src/agent/exec-env.js';
 import type { ActionContext, ExecAction, HttpAction, LogAction } from '../../src/agent/types.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
+import { groupMembers, isEnded, procStat } from '../../src/shared/proc.js';
 import { SCHEDULED_EVENT_FIELDS, scheduledEvent } from '../support/fixtures.js';
 import { tempDir } from '../support/temp.js';
+import { waitFor } from '../support/wait.js';
+import { daemonOnGroup, requirePidReuse } from './pid-reuse.js';
 
 const dir = tempDir('actions');
 
@@ -100,8 +103,12 @@ describe('runAction: exec', () => {
     assert.equal(result.ok, true, result.error ?? '');
     const got = JSON.parse(readFileSync(out, 'utf8'));
     assert.deepEqual(JSON.parse(got.stdin), payload('complete'));
+    // POSIX: the run's marker, new each time, that proves its process group is the agent's.
+    const { FOREWARN_ACTION_MARKER: marker, ...rest } = got.env as Record<string, string>;
+    if (process.platform === 'win32') assert.equal(marker, undefined);
+    else assert.match(marker ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     // Only the event's FOREWARN_* variables: the agent's own (FOREWARN_ENDPOINT, say) are not passed on.
-    assert.deepEqual(got.env, {
+    assert.deepEqual(rest, {
       EXTRA: 'yes',
       FOREWARN_EVENT_ID: 'EVT-1',
       FOREWARN_EVENT_TYPE: 'Reboot',
@@ -161,7 +168,7 @@ describe('runAction: exec', () => {
   it('runs the program only once its process group is recorded, in that group', { skip: process.platform === 'win32' }, async () => {
     const out = tmp('pid');
     const pidScript = script('pid', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], String(process.pid));`);
-    let recorded: { pgid: number; startTime: string | null } | null = null;
+    let recorded: { pgid: number; startTime: string | null; marker?: string } | null = null;
     const result = await runAction(
       exec(node(pidScript, out)),
       context({
@@ -177,6 +184,7 @@ describe('runAction: exec', () => {
     const { pgid, startTime } = recorded as { pgid: number; startTime: string | null };
     assert.equal(Number(readFileSync(out, 'utf8')), pgid, 'the program is the group leader the journal names');
     if (process.platform === 'linux') assert.match(startTime ?? '', /^\d+$/);
+    assert.match((recorded as { marker?: string }).marker ?? '', /^[0-9a-f-]{36}$/, 'the run marker is journaled with the group');
   });
 
   it('never runs the program when its group cannot be recorded', { skip: process.platform === 'win32' }, async () => {
@@ -291,6 +299,45 @@ describe('runAction: exec', () => {
     const took = performance.now() - started;
     assert.ok(took >= 5000 && took < 9000, `took ${took} ms`);
   });
+
+  it(
+    'after the leader exits, a timeout still stops the rest of its group: the marker proves it ours',
+    { skip: process.platform !== 'linux' && 'the marker is read from Linux /proc' },
+    async () => {
+      const pidFile = tmp('bg-pid');
+      // The leader exits at once; its background child keeps the output open, so the action runs on.
+      const result = await runAction(
+        exec(['/bin/sh', '-c', `sleep 30 & echo $! > ${pidFile}; exit 0`], { timeoutSeconds: 0.5 }),
+        context(),
+      );
+      assert.match(result.error ?? '', /^timed out after 0\.5 s/);
+      const pid = Number(readFileSync(pidFile, 'utf8'));
+      await waitFor('the background child to be stopped', () => isEnded(procStat(pid)), 3000);
+    },
+  );
+
+  it(
+    'after the leader exits, a timeout never signals its group number once another group has it',
+    { skip: process.platform !== 'linux' && 'pid reuse is forced through Linux /proc' },
+    async () => {
+      requirePidReuse();
+      let pgid = 0;
+      const ctx = context({
+        recordProcess: async (group) => {
+          pgid = group.pgid;
+        },
+      });
+      // The leader exits at once; a child in a session of its own keeps the output open, so the
+      // action still runs when its number is free, and an unrelated daemon takes it.
+      const running = runAction(exec(['/bin/sh', '-c', 'setsid sleep 3 & exit 0'], { timeoutSeconds: 0.8 }), ctx);
+      await waitFor('the group to end', () => pgid > 0 && procStat(pgid) === undefined && groupMembers(pgid).length === 0, 700, 5);
+      const daemon = await daemonOnGroup(pgid);
+      const result = await running;
+      assert.match(result.error ?? '', /^timed out after 0\.8 s/, 'the timeout did fire');
+      assert.ok(daemon.alive(), 'the daemon on the reused number lives on');
+      assert.ok(ctx.logs.some((l) => l.level === 'warn' && /not signalling the process group/.test(l.msg ?? '')));
+    },
+  );
 
   it('kills the program when the signal aborts, and does not retry', async () => {
     const controller = new AbortController();

@@ -7,7 +7,9 @@ import { describe, it } from 'node:test';
 import { ScheduledEventsClient, type Health, type ScheduledEvent } from '../../src/client/index.js';
 import { Agent, actionStep, eventFromEntry, outcomeWhileAway } from '../../src/agent/agent.js';
 import { Journal } from '../../src/agent/journal.js';
-import { processStartTime } from '../../src/agent/process-group.js';
+import { ACTION_MARKER_VARIABLE } from '../../src/agent/exec-env.js';
+import { newMarker, procStat } from '../../src/shared/proc.js';
+import { daemonOnGroup, finishedActionGroup, requirePidReuse } from './pid-reuse.js';
 import { RESEND_AFTER_MS, decideApproval, ownRole, shouldResend, standbyCovers } from '../../src/agent/leader.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import { parseListen, readiness, startStatusServer } from '../../src/agent/server.js';
@@ -236,6 +238,17 @@ function agentConfig(rules: Rule[], over: Partial<AgentConfig> = {}): AgentConfi
   return baseConfig(emu.imdsUrl, journalPath(), rules, over);
 }
 
+const prepAction: Action = {
+  type: 'exec',
+  name: 'prep',
+  argv: ['/bin/true'],
+  timeoutSeconds: 60,
+  retries: 0,
+  cwd: null,
+  env: {},
+  passEnv: [],
+};
+
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const t = setTimeout(resolve, ms);
@@ -363,30 +376,77 @@ describe('agent loop', () => {
   });
 
   it(
+    'after a restart: a group number an unrelated daemon reused is waited for and logged, never signalled',
+    { skip: process.platform !== 'linux' && 'pid reuse is forced through Linux /proc' },
+    async () => {
+      requirePidReuse();
+      const id = create();
+      const record = await finishedActionGroup();
+      const daemon = await daemonOnGroup(record.pgid);
+      // The action started two minutes ago: long past its 60 s timeout.
+      const seed = Journal.open(journalPath(), { now: () => Date.now() - 120_000 });
+      seed.ensure(await documentEvent(id), 'r');
+      seed.actionStarted(id, 'prepare:0');
+      seed.actionProcess(id, 'prepare:0', record);
+      const h = (each.harness = new Harness(agentConfig([rule({ actions: [prepAction] })])));
+      h.start();
+      await until('the settle path to decide', () => h.has(/cannot be proven/, id) || h.has(/the earlier copy/, id));
+      await sleep(1000); // a few polls more, past the deadline
+      assert.ok(daemon.alive(), 'the unrelated daemon lives on');
+      assert.ok(!h.has(/stopping its process group/, id));
+      assert.ok(h.has(/past the action's timeout .*not signalling it/, id));
+      assert.deepEqual(h.names(id), [], 'not run again beside a group that may be its earlier copy');
+      assert.deepEqual(h.approvals, []);
+      // Once the group is gone, the action runs again.
+      daemon.stop();
+      await until('the approval', () => live(id)?.status === 'Started');
+      assert.deepEqual(h.names(id), ['prepare:prep']);
+    },
+  );
+
+  it(
+    'after a restart: the wait on a group not proven ours ends with the event, and recovery runs',
+    { skip: process.platform !== 'linux' && 'pid reuse is forced through Linux /proc' },
+    async () => {
+      requirePidReuse();
+      const id = create();
+      const record = await finishedActionGroup();
+      const daemon = await daemonOnGroup(record.pgid);
+      const seed = Journal.open(journalPath());
+      seed.ensure(await documentEvent(id), 'r');
+      seed.actionStarted(id, 'prepare:0');
+      seed.actionProcess(id, 'prepare:0', record);
+      const h = (each.harness = new Harness(agentConfig([rule({ actions: [prepAction], onCancel: [logAction('undo')] })])));
+      h.start();
+      await until('the wait', () => h.has(/cannot be proven/, id));
+      emu.emulator.engine.cancel(id);
+      await until('onCancel', () => h.names(id).includes('cancel:undo'));
+      assert.ok(h.has('the event has ended: no longer waiting for that process group', id));
+      assert.deepEqual(h.names(id), ['cancel:undo'], 'the preparation was not run again');
+      assert.ok(daemon.alive());
+    },
+  );
+
+  it(
     'after a restart: waits for a copy of an exec action still running, stops it at its timeout, then runs it again',
-    { skip: process.platform === 'win32' },
+    { skip: process.platform !== 'linux' && 'a group is proven ours through Linux /proc' },
     async () => {
       const id = create();
       // The copy the killed agent left: still running, started 59.5 s ago with a 60 s timeout.
-      const copy = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], { detached: true, stdio: 'ignore' });
+      const marker = newMarker(ACTION_MARKER_VARIABLE).value;
+      const copy = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)'], {
+        detached: true,
+        stdio: 'ignore',
+        env: { PATH: process.env.PATH, [ACTION_MARKER_VARIABLE]: marker },
+      });
       const exited = new Promise<{ at: number; signal: string | null }>((r) =>
         copy.on('exit', (_c, signal) => r({ at: Date.now(), signal })),
       );
       const seed = Journal.open(journalPath(), { now: () => Date.now() - 59_500 });
       seed.ensure(await documentEvent(id), 'r');
       seed.actionStarted(id, 'prepare:0');
-      seed.actionProcess(id, 'prepare:0', { pgid: copy.pid!, startTime: processStartTime(copy.pid!) });
-      const prep: Action = {
-        type: 'exec',
-        name: 'prep',
-        argv: ['/bin/true'],
-        timeoutSeconds: 60,
-        retries: 0,
-        cwd: null,
-        env: {},
-        passEnv: [],
-      };
-      const h = (each.harness = new Harness(agentConfig([rule({ actions: [prep] })])));
+      seed.actionProcess(id, 'prepare:0', { pgid: copy.pid!, startTime: procStat(copy.pid!)?.startTime ?? null, marker });
+      const h = (each.harness = new Harness(agentConfig([rule({ actions: [prepAction] })])));
       h.start();
       await until('the approval', () => live(id)?.status === 'Started');
       const { at, signal } = await exited;

@@ -179,6 +179,9 @@ describe('Journal', () => {
       startTime: '123456',
       startedAt: '2030-01-01T00:00:03.000Z',
     });
+    const marker = '0b6a4d5e-8f3c-4d2a-9e1b-7c6d5e4f3a2b';
+    journal.actionProcess('E1', 'prepare:0', { pgid: 4243, startTime: '123457', marker });
+    assert.equal(Journal.open(path).get('E1')!.actions['prepare:0']!.process!.marker, marker);
     journal.actionFinished('E1', 'prepare:0', { ok: true, attempts: 1, error: null, durationMs: 1 }, { unjournaled: true });
     const done = Journal.open(path).get('E1')!.actions['prepare:0']!;
     assert.equal(done.process, undefined, 'a finished action has no live group to look for');
@@ -222,6 +225,39 @@ describe('Journal', () => {
       assert.deepEqual(readdirSync(dir).sort(), ['journal.json', 'journal.json.corrupt-2030-01-02T03-04-05-678Z']);
     });
   }
+
+  for (const pgid of [1, 0, -1]) {
+    it(`refuses a journaled process group id of ${pgid} at load, naming its place`, () => {
+      const { path } = freshDir();
+      const journal = Journal.open(path, { now: ticking() });
+      journal.ensure(ev('E1'), 'r');
+      journal.actionStarted('E1', 'prepare:0');
+      journal.actionProcess('E1', 'prepare:0', { pgid: 4242, startTime: '1' });
+      writeFileSync(path, readFileSync(path, 'utf8').replace('"pgid": 4242', `"pgid": ${pgid}`));
+      const { warnings, logger } = capture();
+      const reopened = Journal.open(path, { logger });
+      assert.deepEqual(reopened.entries(), [], 'the record is never acted on');
+      assert.notEqual(reopened.corruptedTo, null);
+      const problem = (warnings[0]!.obj as { problem: string }).problem;
+      assert.match(problem, /^entries\.0\.actions\.prepare:0\.process\.pgid: /);
+      assert.match(problem, /2 or more/);
+    });
+  }
+
+  it('loads a process record written before markers (it can then never be proven ours), and refuses a marker that is not a UUID', () => {
+    const { path } = freshDir();
+    const journal = Journal.open(path, { now: ticking() });
+    journal.ensure(ev('E1'), 'r');
+    journal.actionStarted('E1', 'prepare:0');
+    journal.actionProcess('E1', 'prepare:0', { pgid: 4242, startTime: '1' });
+    assert.equal(JSON.parse(readFileSync(path, 'utf8')).entries[0].actions['prepare:0'].process.marker, undefined);
+    const old = Journal.open(path).get('E1')!.actions['prepare:0']!.process!;
+    assert.deepEqual({ pgid: old.pgid, marker: old.marker }, { pgid: 4242, marker: undefined });
+    writeFileSync(path, readFileSync(path, 'utf8').replace('"pgid": 4242,', '"pgid": 4242, "marker": "",'));
+    const { warnings, logger } = capture();
+    assert.notEqual(Journal.open(path, { logger }).corruptedTo, null);
+    assert.match((warnings[0]!.obj as { problem: string }).problem, /^entries\.0\.actions\.prepare:0\.process\.marker: /);
+  });
 
   it('does not overwrite an earlier corrupt copy', () => {
     const { path } = freshDir();

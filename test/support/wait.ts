@@ -1,7 +1,13 @@
 // Waiting in tests: a pause, and polling until a condition holds, with what was awaited in the failure.
+import { setTimeout as sleepFor } from 'node:timers/promises';
 
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A pause that rejects once `signal` aborts (at once if it has): the agent's injected sleep, in real time. */
+export function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
+  return sleepFor(ms, undefined, signal ? { signal } : {});
 }
 
 /**
