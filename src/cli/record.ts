@@ -1,15 +1,18 @@
 // `forewarn record`: poll a Scheduled Events endpoint (an Azure VM's IMDS, or the emulator) and write
 // each change of the document with its time (src/protocol/recording.ts), for `forewarn replay`.
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ImdsError, type ScheduledEventsClient } from '../client/index.js';
 import { sleep } from '../client/retry.js';
 import { parseOffset } from '../emulator/scenarios/format.js';
+import { RECORDING_FILE_LIMITS } from '../emulator/replay/recording-file.js';
 import {
   Anonymiser,
+  MAX_LINE_BYTES,
   RecordingError,
+  RecordingParser,
   changeLine,
-  fromWatchJson,
+  fromWatchLines,
   headerLine,
   rawDocument,
   serializeRecording,
@@ -20,6 +23,8 @@ import {
 } from '../protocol/recording.js';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
 import { wallClock } from '../shared/clock.js';
+import { LineFileError, readLines } from '../shared/line-file.js';
+import { printable } from '../shared/printable.js';
 import {
   API_VERSION_HELP,
   ENDPOINT_HELP,
@@ -30,13 +35,25 @@ import {
   type EndpointFlags,
   type EndpointRequest,
 } from './endpoint.js';
+import { DocumentRefusedError, documentFetch } from './document-fetch.js';
 import { CliError, UsageError, type Io } from './errors.js';
+import { withPrintableErrors } from './printable-errors.js';
 import { untilStopped } from './stop-signal.js';
 
 /** [imds] IMDS allows about 5 requests a second per VM; a recorder never asks faster. */
 export const MIN_INTERVAL_SECONDS = 0.2;
 /** [choice] About once a second, as the docs' own loop polls. */
 export const DEFAULT_INTERVAL_SECONDS = 1;
+/**
+ * [choice] The largest document (or any answer's body) the recorder reads: a real one with a few
+ * events is a few KiB, so 1 MiB is room for the largest fleet while an endpoint gone wrong costs
+ * the recorder 1 MiB, not all of its memory.
+ */
+export const DEFAULT_MAX_DOCUMENT_BYTES = 1024 * 1024;
+/** --max-document-bytes' range: an empty document fits in 1 KiB; above half a line's cap, the document written back might not fit its line. */
+export const MAX_DOCUMENT_BYTES_RANGE = { min: 1024, max: MAX_LINE_BYTES / 2 };
+/** [choice] The most of an endpoint's error text one stderr line shows. */
+const MAX_PRINTED_ERROR = 1000;
 
 export interface RawRecordFlags extends EndpointFlags {
   output?: string;
@@ -45,6 +62,7 @@ export interface RawRecordFlags extends EndpointFlags {
   events?: string;
   anonymise?: boolean;
   fromWatch?: string;
+  maxDocumentBytes?: string;
 }
 
 export interface RecordRequest extends EndpointRequest {
@@ -57,6 +75,8 @@ export interface RecordRequest extends EndpointRequest {
   anonymise: boolean;
   /** Convert this `forewarn watch --json` log instead of polling. */
   fromWatch: string | null;
+  /** A body past this many bytes stops the recording, unread. */
+  maxDocumentBytes: number;
 }
 
 /** Checks the flags without any I/O; problems are UsageErrors (exit 2). */
@@ -81,6 +101,13 @@ export function parseRecordArgs(flags: RawRecordFlags, env: Io['env'] = {}): Rec
     if (!Number.isInteger(events) || events < 1)
       throw new UsageError(`--events must be a whole number of 1 or more, got "${flags.events}"`);
   }
+  let maxDocumentBytes = DEFAULT_MAX_DOCUMENT_BYTES;
+  if (flags.maxDocumentBytes !== undefined) {
+    const { min, max } = MAX_DOCUMENT_BYTES_RANGE;
+    maxDocumentBytes = Number(flags.maxDocumentBytes);
+    if (!/^\s*\d+\s*$/.test(flags.maxDocumentBytes) || maxDocumentBytes < min || maxDocumentBytes > max)
+      throw new UsageError(`--max-document-bytes must be a whole number of bytes from ${min} to ${max}, got "${flags.maxDocumentBytes}"`);
+  }
   return {
     ...parseEndpointFlags(flags, env),
     output: flags.output,
@@ -89,6 +116,7 @@ export function parseRecordArgs(flags: RawRecordFlags, env: Io['env'] = {}): Rec
     events,
     anonymise: flags.anonymise ?? false,
     fromWatch: flags.fromWatch ?? null,
+    maxDocumentBytes,
   };
 }
 
@@ -107,15 +135,26 @@ export interface RecordSummary {
 /** Writes the recording line by line (a kill leaves every line before it whole), until a stop condition or the signal. */
 export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps): Promise<RecordSummary> {
   if (request.fromWatch !== null) return convertWatch(request, io);
-  const client = deps.client ?? makeClient(request);
+  // Not AbortSignal.timeout(): on Node 20 a GC can collect it before it fires (nodejs/node#55428).
+  const stopper = new AbortController();
+  const client =
+    deps.client ??
+    makeClient(
+      request,
+      documentFetch(request.maxDocumentBytes, (err) => stopper.abort(err)),
+    );
   const now = deps.now ?? wallClock;
   const fd = openOutput(request.output);
   const anonymiser = request.anonymise ? new Anonymiser() : null;
-  const write = (text: string) => writeSync(fd, text);
+  // Each line is checked as replay will read it before it is written: a recording always loads.
+  const checker = new RecordingParser(request.output, { keep: false });
+  let lines = 0;
+  const write = (text: string) => {
+    checker.line(text.slice(0, -1), ++lines);
+    writeSync(fd, text);
+  };
   let timer: NodeJS.Timeout | undefined;
   try {
-    // Not AbortSignal.timeout(): on Node 20 a GC can collect it before it fires (nodejs/node#55428).
-    const stopper = new AbortController();
     const onStop = () => stopper.abort();
     deps.signal.addEventListener('abort', onStop, { once: true });
     if (deps.signal.aborted) onStop();
@@ -123,6 +162,7 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
     const stop = stopper.signal;
     let header: RecordingHeader | null = null;
     let startedAt = 0;
+    let lastAt = 0;
     let last: RawDocument | null = null;
     const seen = new Set<string>();
     const ended = new Set<string>();
@@ -134,6 +174,8 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
         const document = rawDocument(doc.incarnation, doc.events);
         if (header === null) {
           startedAt = now();
+          const vm = await identity(client, stop);
+          if (stop.aborted) break;
           header = {
             format: 'forewarn-recording',
             version: 1,
@@ -141,14 +183,16 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
             startedAt: new Date(startedAt).toISOString(),
             source: 'poll',
             endpoint: request.endpoint,
-            vm: await identity(client, stop),
+            vm,
             anonymised: false,
           };
           write(headerLine(anonymiser ? anonymiser.header(header) : header));
         }
         failures = 0;
         if (last === null || JSON.stringify(last) !== JSON.stringify(document)) {
-          const change = { at: Math.max(0, now() - startedAt), document };
+          // Never earlier than the line before, even if the wall clock steps back.
+          lastAt = Math.max(lastAt, now() - startedAt);
+          const change = { at: lastAt, document };
           write(changeLine(anonymiser ? anonymiser.change(change) : change));
           changes++;
           const live = new Set(document.Events.map((e) => e.EventId.toUpperCase()));
@@ -158,12 +202,13 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
           if (request.events !== null && ended.size >= request.events) break;
         }
       } catch (err) {
+        if (err instanceof RecordingError) throw new CliError(`${err.message}; not written, as forewarn replay could not load it`);
         if (stop.aborted) break;
         failures++;
-        io.stderr(`forewarn record: ${describeFailure(err, request.endpoint)}; carrying on\n`);
+        io.stderr(`forewarn record: ${printable(describeFailure(err, request.endpoint), MAX_PRINTED_ERROR)}; carrying on\n`);
         // A wrong path or api-version will not mend itself.
         if (err instanceof ImdsError && (err.status === 400 || err.status === 404) && header === null)
-          throw clientFailure(err, request.endpoint, 'recording');
+          throw new CliError(printable(clientFailure(err, request.endpoint, 'recording').message, MAX_PRINTED_ERROR));
       }
       try {
         await sleep(failures > 0 ? Math.min(30_000, request.intervalMs * 2 ** failures) : request.intervalMs, stop);
@@ -172,8 +217,9 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
       }
     }
     io.stderr(
-      `forewarn record: ${changes} change${changes === 1 ? '' : 's'} of ${seen.size} event${seen.size === 1 ? '' : 's'} written to ${request.output}\n`,
+      `forewarn record: ${changes} change${changes === 1 ? '' : 's'} of ${seen.size} event${seen.size === 1 ? '' : 's'} written to ${printable(request.output)}\n`,
     );
+    if (stop.reason instanceof DocumentRefusedError) throw new CliError(`recording ${request.endpoint}: ${stop.reason.message}`);
     return { changes, events: seen.size };
   } finally {
     clearTimeout(timer);
@@ -193,28 +239,40 @@ async function identity(client: ScheduledEventsClient, signal: AbortSignal): Pro
 }
 
 function convertWatch(request: RecordRequest, io: Io): RecordSummary {
-  let text: string;
+  const file = request.fromWatch!;
+  // The same reader as replay's: a regular file only, each line and the whole capped.
+  const lines: string[] = [];
   try {
-    text = readFileSync(request.fromWatch!, 'utf8');
+    readLines(file, RECORDING_FILE_LIMITS, (text) => void lines.push(text));
   } catch (err) {
-    throw new CliError(`cannot read ${request.fromWatch}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    if (err instanceof LineFileError) throw new (err.kind === 'open' ? CliError : UsageError)(err.message);
+    throw err;
   }
   let recording;
   try {
-    recording = fromWatchJson(text, request.fromWatch!, request.apiVersion ?? LATEST_API_VERSION);
+    recording = fromWatchLines(lines, file, request.apiVersion ?? LATEST_API_VERSION);
   } catch (err) {
     if (err instanceof RecordingError) throw new UsageError(err.message);
     throw err;
   }
   if (request.anonymise) recording = anonymise(recording);
+  const text = serializeRecording(recording);
+  const checker = new RecordingParser(request.output, { keep: false });
+  try {
+    text.split('\n').forEach((line, i) => checker.line(line, i + 1));
+  } catch (err) {
+    if (err instanceof RecordingError)
+      throw new UsageError(`${file}: converted, ${err.message}; not written, as forewarn replay could not load it`);
+    throw err;
+  }
   const fd = openOutput(request.output);
   try {
-    writeSync(fd, serializeRecording(recording));
+    writeSync(fd, text);
   } finally {
     closeSync(fd);
   }
   const events = new Set(recording.changes.flatMap((c) => c.document.Events.map((e) => e.EventId))).size;
-  io.stderr(`forewarn record: converted ${recording.changes.length} changes of ${events} events to ${request.output}\n`);
+  io.stderr(`forewarn record: converted ${recording.changes.length} changes of ${events} events to ${printable(request.output)}\n`);
   return { changes: recording.changes.length, events };
 }
 
@@ -241,8 +299,14 @@ export function registerRecordCommand(program: Command, io: Io): void {
     .option('--events <N>', 'stop once N events have come and gone')
     .option('--anonymise', 'replace VM names, EventIds and descriptions, consistently')
     .option('--from-watch <FILE>', 'convert a `forewarn watch --json` log instead of polling')
+    .option(
+      '--max-document-bytes <N>',
+      `stop at an answer larger than this, unread (default ${DEFAULT_MAX_DOCUMENT_BYTES}, at most ${MAX_DOCUMENT_BYTES_RANGE.max})`,
+    )
     .action(async (flags: RawRecordFlags) => {
-      const request = parseRecordArgs(flags, io.env);
-      await untilStopped((signal) => runRecord(request, io, { signal }));
+      await withPrintableErrors(async () => {
+        const request = parseRecordArgs(flags, io.env);
+        await untilStopped((signal) => runRecord(request, io, { signal }));
+      });
     });
 }

@@ -1,5 +1,5 @@
 // The control API: JSON over HTTP that drives the emulator (SPEC §4).
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { bearerMatcher } from '../../shared/bearer.js';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { etagOf, ifNoneMatchHits } from '../../protocol/etag.js';
@@ -53,17 +53,6 @@ function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body);
   if (!result.success) throw new HttpError(400, describeIssues(result.error.issues, body), issuesField(result.error.issues));
   return result.data;
-}
-
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
-
-/** Constant time whatever the lengths: both sides are hashed to 32 bytes first. */
-function tokenMatches(header: string | undefined, expected: Buffer): boolean {
-  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? '');
-  const given = digest(m?.[1] ?? '');
-  return timingSafeEqual(given, expected) && m !== null;
 }
 
 /**
@@ -122,14 +111,14 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     // [choice] One warning per drop, with the client's address, so a stuck reader can be found.
     onDrop: (drop) => app.log.warn(drop.message),
   });
-  const expectedToken = ctx.token !== undefined && ctx.token !== '' ? digest(ctx.token) : null;
+  const tokenMatches = ctx.token !== undefined && ctx.token !== '' ? bearerMatcher(ctx.token) : null;
   // [choice] Every POST and DELETE under /v1/ is answered once what changed is saved (scenario runs too, for what they changed before the answer).
   acknowledgeWhenDurable(
     app,
     ctx.durable,
     (request) => (request.method === 'POST' || request.method === 'DELETE') && request.url.startsWith('/v1/'),
   );
-  const openapi = buildOpenApiDocument({ secured: expectedToken !== null, durable: ctx.durable !== undefined });
+  const openapi = buildOpenApiDocument({ secured: tokenMatches !== null, durable: ctx.durable !== undefined });
 
   // Known paths, for telling 405 from 404.
   const known: { re: RegExp; methods: Set<string> }[] = [];
@@ -164,14 +153,14 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   // Other web pages and rebinding names are refused. [choice] With a token, the token decides for the API; the page stays guarded.
   registerRequestGuard(app, {
     allowHosts: ctx.allowHosts ?? [],
-    tokenDecides: expectedToken === null ? undefined : (r) => !isDashboardRequest(r),
+    tokenDecides: tokenMatches === null ? undefined : (r) => !isDashboardRequest(r),
   });
 
-  if (expectedToken !== null) {
+  if (tokenMatches !== null) {
     app.addHook('onRequest', async (request, reply) => {
       // [choice] The dashboard's page holds no data, so it loads without the token and asks for it.
       if (isDashboardRequest(request)) return;
-      if (tokenMatches(request.headers.authorization, expectedToken)) return;
+      if (tokenMatches(request.headers.authorization)) return;
       reply.header('www-authenticate', 'Bearer').code(401);
       return reply.send(errorBody('missing or wrong bearer token'));
     });

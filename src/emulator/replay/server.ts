@@ -1,16 +1,17 @@
 // `forewarn replay`: a recording served as IMDS, with IMDS's request rules, in the recording's own
 // timing (scaled by the timing factor) or stepped on a manual clock through the control routes.
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { parseStartRequests } from '../../protocol/approval.js';
 import { etagOf, ifNoneMatchHits } from '../../protocol/etag.js';
-import { parseRecording, type Recording } from '../../protocol/recording.js';
+import { LATEST_TIME_MS, type Recording } from '../../protocol/recording.js';
 import { checkApiVersion, featuresOf } from '../../protocol/versions.js';
 import { ManualClock, SystemClock, type Clock } from '../../shared/clock.js';
 import { MAX_BODY_BYTES } from '../../protocol/errors.js';
 import { isMetadataTrue } from '../imds/request-rules.js';
 import { ERROR_BODIES, sendError, sendErrorBody, sendJson } from '../imds/responses.js';
+import { buildReplayControl, type ReplayControlOptions } from './control.js';
+import { checkRecording, readRecordingFile } from './recording-file.js';
 import { ReplayTimeline, type ReplayReport } from './timeline.js';
 
 export interface ReplayOptions {
@@ -23,6 +24,10 @@ export interface ReplayOptions {
   imds?: { host: string; port: number };
   /** null: no control routes. */
   control?: { host: string; port: number } | null;
+  /** Bearer token the control routes then require (IMDS never asks for one). */
+  token?: string | undefined;
+  /** Host names besides loopback ones the control routes answer without a token. */
+  allowHosts?: readonly string[] | undefined;
 }
 
 export interface ReplayStatus extends ReplayReport {
@@ -77,19 +82,26 @@ export class Replay {
     };
   }
 
-  /** Manual clock only: moves the replay's clock on by `ms` (the recording moves on ms × the timing factor). */
+  /**
+   * Manual clock only: moves the replay's clock on by `ms` (the recording moves on ms × the timing
+   * factor), never past the last time a replay can show.
+   */
   advance(ms: number): void {
     if (!(this.clock instanceof ManualClock))
       throw new Error('the replay runs on the system clock; start it with --clock manual to step it');
+    if (this.clock.now() + ms > LATEST_TIME_MS)
+      throw new RangeError(`cannot advance the clock past ${new Date(LATEST_TIME_MS).toISOString()}, the last time a replay shows`);
     this.clock.advance(ms);
   }
 
-  async listen(options: Pick<ReplayOptions, 'imds' | 'control'> = {}): Promise<{ imdsUrl: string; controlUrl: string | null }> {
+  async listen(
+    options: Pick<ReplayOptions, 'imds' | 'control'> & ReplayControlOptions = {},
+  ): Promise<{ imdsUrl: string; controlUrl: string | null }> {
     this.#imds = buildReplayImds(this);
     await this.#imds.listen(options.imds ?? { host: '127.0.0.1', port: 0 });
     this.imdsUrl = urlOf(this.#imds);
     if (options.control !== null) {
-      this.#control = buildReplayControl(this);
+      this.#control = buildReplayControl(this, { token: options.token, allowHosts: options.allowHosts });
       await this.#control.listen(options.control ?? { host: '127.0.0.1', port: 0 });
       this.controlUrl = urlOf(this.#control);
     }
@@ -102,10 +114,9 @@ export class Replay {
   }
 }
 
-/** Loads (a path) or takes a recording, and serves it. */
+/** Loads a recording (a path: see readRecordingFile for what it refuses; an object is checked the same way), and serves it. */
 export async function startReplay(options: ReplayOptions): Promise<Replay> {
-  const recording =
-    typeof options.recording === 'string' ? parseRecording(readFileSync(options.recording, 'utf8'), options.recording) : options.recording;
+  const recording = typeof options.recording === 'string' ? readRecordingFile(options.recording) : checkRecording(options.recording);
   const replay = new Replay(recording, {
     ...(options.clock !== undefined ? { clock: options.clock } : {}),
     ...(options.timingFactor !== undefined ? { timingFactor: options.timingFactor } : {}),
@@ -113,6 +124,8 @@ export async function startReplay(options: ReplayOptions): Promise<Replay> {
   await replay.listen({
     ...(options.imds ? { imds: options.imds } : {}),
     control: options.control === undefined ? { host: '127.0.0.1', port: 0 } : options.control,
+    token: options.token,
+    allowHosts: options.allowHosts,
   });
   return replay;
 }
@@ -187,24 +200,5 @@ function buildReplayImds(replay: Replay): FastifyInstance {
     app.get(`${prefix}/metadata/instance/compute`, compute);
   }
   app.setNotFoundHandler((_request, reply) => sendJson(reply, 404, ERROR_BODIES.notFound));
-  return app;
-}
-
-function buildReplayControl(replay: Replay): FastifyInstance {
-  const app = fastify({ logger: false });
-  app.get('/v1/replay', async () => replay.status());
-  app.get('/v1/clock', async () => ({ now: new Date(replay.clock.now()).toISOString(), mode: replay.status().clock }));
-  app.post('/v1/clock/advance', async (request, reply) => {
-    const seconds = (request.body as { seconds?: unknown } | undefined)?.seconds;
-    if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds < 0) {
-      return reply.code(400).send({ error: 'seconds: expected a number of seconds, 0 or more', field: 'seconds' });
-    }
-    try {
-      replay.advance(seconds * 1000);
-    } catch (err) {
-      return reply.code(409).send({ error: (err as Error).message });
-    }
-    return replay.status();
-  });
   return app;
 }

@@ -1,7 +1,7 @@
 // A recording played back: which document shows at a position (ms into the recording), what an
 // approval by the client under test does to the position, and where the client and the recording
 // disagreed. Pure: the clock and HTTP are the callers'.
-import type { RawDocument, RawEvent, Recording } from '../../protocol/recording.js';
+import { EARLIEST_TIME_MS, LATEST_TIME_MS, type RawDocument, type RawEvent, type Recording } from '../../protocol/recording.js';
 import { formatRfc1123 } from '../../protocol/time.js';
 
 /**
@@ -48,6 +48,7 @@ export class ReplayTimeline {
     if (recording.changes.length === 0) throw new Error('the recording holds no document to replay');
     this.recording = recording;
     this.#recordingStart = Date.parse(recording.header.startedAt);
+    const approved = recordedApprovals(recording);
     recording.changes.forEach((change, i) => {
       for (const e of change.document.Events) {
         const id = e.EventId.toUpperCase();
@@ -56,7 +57,7 @@ export class ReplayTimeline {
           this.#events.set(id, (history = { id: e.EventId, startedAt: null, firstSeen: i, recordedApproval: false }));
         if (history.startedAt === null && e.EventStatus === 'Started') {
           history.startedAt = i;
-          history.recordedApproval = approvedInRecording(recording, id, i);
+          history.recordedApproval = approved(id, i);
         }
       }
     });
@@ -97,7 +98,9 @@ export class ReplayTimeline {
       Events: doc.Events.map((e) => {
         const out: RawEvent = { ...e };
         const notBefore = typeof e.NotBefore === 'string' && e.NotBefore !== '' ? Date.parse(e.NotBefore) : Number.NaN;
-        if (!Number.isNaN(notBefore)) out.NotBefore = formatRfc1123(toReplayMs(notBefore));
+        const moved = Number.isNaN(notBefore) ? Number.NaN : toReplayMs(notBefore);
+        // [choice] A slow --timing can move a far NotBefore past what RFC 1123 shows: it is shown at the edge, never a 500.
+        if (Number.isFinite(moved)) out.NotBefore = formatRfc1123(Math.min(Math.max(moved, EARLIEST_TIME_MS), LATEST_TIME_MS));
         return out;
       }),
     };
@@ -163,17 +166,31 @@ export class ReplayTimeline {
 }
 
 /**
- * Whether the recording shows someone approving the event (EventId, upper case) that change `started`
- * first shows Started: it started APPROVAL_EVIDENCE_MS or more before the NotBefore it last showed.
+ * Whether the recording shows someone approving an event (EventId, any case) where change `started`
+ * shows it Started: it started APPROVAL_EVIDENCE_MS or more before the NotBefore last shown for it
+ * before that change. One pass over the recording, answered by lookup: linear in the recording,
+ * however many events start and however long they were shown.
  */
-export function approvedInRecording(recording: Recording, id: string, started: number): boolean {
-  const startedAt = Date.parse(recording.header.startedAt) + recording.changes[started]!.at;
-  for (let i = started - 1; i >= 0; i--) {
-    const e = recording.changes[i]!.document.Events.find((x) => x.EventId.toUpperCase() === id);
-    if (e && typeof e.NotBefore === 'string' && e.NotBefore !== '') {
-      const notBefore = Date.parse(e.NotBefore);
-      return !Number.isNaN(notBefore) && notBefore - startedAt >= APPROVAL_EVIDENCE_MS;
+export function recordedApprovals(recording: Recording): (id: string, started: number) => boolean {
+  const start = Date.parse(recording.header.startedAt);
+  /** Each event's last non-empty NotBefore so far. */
+  const notBefores = new Map<string, string>();
+  const approved = new Set<string>();
+  recording.changes.forEach((change, i) => {
+    const startedAt = start + change.at;
+    for (const e of change.document.Events) {
+      if (e.EventStatus !== 'Started') continue;
+      const notBefore = Date.parse(notBefores.get(e.EventId.toUpperCase()) ?? '');
+      if (!Number.isNaN(notBefore) && notBefore - startedAt >= APPROVAL_EVIDENCE_MS) approved.add(`${i} ${e.EventId.toUpperCase()}`);
     }
-  }
-  return false;
+    // Of events listed twice, the first decides, as a search of the document would find it.
+    const seen = new Set<string>();
+    for (const e of change.document.Events) {
+      const id = e.EventId.toUpperCase();
+      if (seen.has(id)) continue;
+      seen.add(id);
+      if (typeof e.NotBefore === 'string' && e.NotBefore !== '') notBefores.set(id, e.NotBefore);
+    }
+  });
+  return (id, started) => approved.has(`${started} ${id.toUpperCase()}`);
 }

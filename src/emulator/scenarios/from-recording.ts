@@ -6,7 +6,8 @@
 // step at the time it left the document; every recorded document is an expect step.
 import type { RawEvent, Recording } from '../../protocol/recording.js';
 import type { ScenarioDocument } from './format.js';
-import { approvedInRecording } from '../replay/timeline.js';
+import { recordedApprovals } from '../replay/timeline.js';
+import { printable } from '../../shared/printable.js';
 import type { OperationType } from '../engine/operations.js';
 
 type Step = ScenarioDocument['steps'][number];
@@ -26,7 +27,10 @@ export function operationFor(event: RawEvent): OperationType {
     case 'Terminate':
       return 'delete';
     default:
-      throw new Error(`event ${event.EventId} has type ${String(event.EventType)}, which no operation makes`);
+      // Both come from the recording, and this message reaches a terminal.
+      throw new Error(
+        `event ${printable(event.EventId, 100)} has type ${printable(String(event.EventType), 100)}, which no operation makes`,
+      );
   }
 }
 
@@ -41,6 +45,7 @@ export function scenarioFromRecording(recording: Recording, name: string): Scena
   const refs = new Map<string, string>();
   const steps: Step[] = [];
   const live = new Map<string, RawEvent>();
+  const approved = recordedApprovals(recording);
 
   changes.forEach((change, i) => {
     const at = seconds(change.at);
@@ -70,7 +75,7 @@ export function scenarioFromRecording(recording: Recording, name: string): Scena
         });
       }
       const wasScheduled = previous === undefined || previous.EventStatus === 'Scheduled';
-      if (event.EventStatus === 'Started' && wasScheduled && approvedInRecording(recording, key, i)) {
+      if (event.EventStatus === 'Started' && wasScheduled && approved(key, i)) {
         steps.push({ at, approve: { vm, events: [refs.get(key)!] } });
       }
     }
