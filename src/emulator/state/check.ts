@@ -30,6 +30,9 @@ type Path = (string | number)[];
  * incarnations, activation records) may name VMs that are gone: deletes and resets keep them.
  * History is also trimmed (--history-limit), so ended events, finished operations and deleted-VM
  * records may refer to ones already forgotten; only live events and running operations must not.
+ * A live event's VMs and approvers may have left the fleet too (a removal leaves the event live
+ * while its tenant has VMs), but a VM that leaves keeps its incarnation: a name the state never had
+ * is a lie, and would be served in the documents of the tenant's other VMs.
  */
 export function checkSnapshot(snapshot: EngineSnapshot): SnapshotProblem[] {
   const problems: SnapshotProblem[] = [];
@@ -50,6 +53,10 @@ export function checkSnapshot(snapshot: EngineSnapshot): SnapshotProblem[] {
   // The fleet obeys the same rules as when it was built.
   const fleet = checkFleet(snapshot.vms, ['vms'], add);
   checkFleet(snapshot.initialFleet, ['initialFleet'], add);
+  // VMs the state has had: those its fleet names (a VM the fleet refused is not reported again) and
+  // those gone, whose incarnations stay.
+  const named = new Set(snapshot.vms.map((v) => v.name));
+  const hadVm = (name: string) => named.has(name) || Object.hasOwn(snapshot.incarnations, name);
 
   // Events, live and ended, each id once.
   const eventIds = new Map<string, Path>();
@@ -81,6 +88,13 @@ export function checkSnapshot(snapshot: EngineSnapshot): SnapshotProblem[] {
     const tenant = fleet.tenants.get(e.tenant);
     // The engine ends a tenant's events silently when its last VM goes.
     if (!tenant) add([...at, 'tenant'], `no tenant named '${e.tenant}' in the fleet; a live event needs one`);
+    e.resources.forEach((name, j) => {
+      if (!hadVm(name)) add([...at, 'resources', j], `VM '${name}' is not in the fleet and never was (it has no incarnation)`);
+    });
+    e.approvals.forEach((a, j) => {
+      if (!hadVm(a.vm))
+        add([...at, 'approvals', j, 'vm'], `VM '${a.vm}' approved it, but is not in the fleet and never was (it has no incarnation)`);
+    });
     // [choice] Its VMs are not required to be in its tenant: the engine lets a VM be removed and added
     // again under another tenant while an event naming it is live, and such a state must still load.
   });
@@ -160,6 +174,8 @@ function checkEvent(
   if (e.status === 'Started') {
     if (e.startedAt === null) add([...at, 'startedAt'], 'a Started event has a startedAt');
     if (e.startedBy === null) add([...at, 'startedBy'], 'a Started event has a startedBy');
+    // Its end is scheduled at endsAt; without one it would stay Started for ever.
+    if (e.endsAt === null) add([...at, 'endsAt'], 'a Started event has an endsAt; without one it would never end');
   } else {
     for (const field of ['startedAt', 'endsAt', 'startedBy'] as const) {
       if (e[field] !== null) add([...at, field], `a ${e.status} event has not started, so ${field} is null`);

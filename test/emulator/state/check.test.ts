@@ -57,6 +57,60 @@ describe('checkSnapshot', () => {
     assert.deepEqual(checkSnapshot(JSON.parse(JSON.stringify(engine.snapshot())) as EngineSnapshot), []);
   });
 
+  it('reports a live event naming a VM the state never had, in its resources or its approvals', () => {
+    const s = richSnapshot();
+    const named = s.events.findIndex((e) => e.tenant === 'web');
+    // Object.prototype's names are no VMs either.
+    s.events[named]!.resources.push('ghost', 'valueOf');
+    const approved = s.events.findIndex((e) => e.approvals.length > 0);
+    assert.ok(named >= 0 && approved >= 0 && named !== approved, 'the fixture has both');
+    s.events[approved]!.approvals[0]!.vm = 'phantom';
+    const found = checkSnapshot(s);
+    const n = s.events[named]!.resources.length;
+    const expected = [
+      [named, `events.${named}.resources.${n - 2}`],
+      [named, `events.${named}.resources.${n - 1}`],
+      [approved, `events.${approved}.approvals.0.vm`],
+    ]
+      .sort((a, b) => Number(a[0]) - Number(b[0]))
+      .map(([, path]) => path);
+    assert.deepEqual(
+      found.map((p) => p.path.join('.')),
+      expected,
+    );
+    assert.match(found.find((p) => p.path.at(-1) === n - 2)!.message, /VM 'ghost' is not in the fleet and never was/);
+    assert.match(found.find((p) => p.path.at(-1) === 'vm')!.message, /VM 'phantom' approved it, but is not in the fleet and never was/);
+  });
+
+  it('accepts live events naming VMs that have left the fleet, and their approvals, as the engine writes them', () => {
+    const { engine, advance } = makeEngine();
+    // ss0's Terminate removes it when the impact ends; the event stays Started after that.
+    const terminate = engine.createOperation({ type: 'delete', vms: ['ss0'] }).events[0]!;
+    advance(11 * MINUTE);
+    // gpu1 approves its Freeze (Started), then is taken out through the control API; its tenant keeps gpu0.
+    const freeze = engine.createOperation({ type: 'freeze', vms: ['gpu1'] }).events[0]!;
+    engine.approve('gpu1', [freeze]);
+    engine.removeVm('gpu1');
+    const s = JSON.parse(JSON.stringify(engine.snapshot())) as EngineSnapshot;
+    const names = new Set(s.vms.map((v) => v.name));
+    const live = (id: string) => s.events.find((e) => e.id === id)!;
+    assert.equal(live(terminate).status, 'Started');
+    assert.ok(!names.has('gpu1') && !names.has('ss0') && live(freeze).approvals[0]!.vm === 'gpu1', 'the fixture covers both');
+    assert.deepEqual(checkSnapshot(s), []);
+  });
+
+  it('reports a Started event with no endsAt, which would stay Started for ever', () => {
+    const s = richSnapshot();
+    const started = s.events.findIndex((e) => e.status === 'Started');
+    s.events[started]!.endsAt = null;
+    const found = checkSnapshot(s);
+    assert.deepEqual(
+      found.map((p) => p.path.join('.')),
+      [`events.${started}.endsAt`],
+    );
+    assert.match(found[0]!.message, /a Started event has an endsAt/);
+  });
+
   it('reports duplicate ids, unknown operations and operations naming unknown events', () => {
     const s = richSnapshot();
     s.ended[0]!.id = s.events[0]!.id;

@@ -6,31 +6,13 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
-import { StateFileError, StateFileWriter, loadStateFile } from '../../../src/emulator/state/file.js';
+import { StateFileWriter } from '../../../src/emulator/state/file.js';
+import { placeOf, stateFileRefusal } from '../../support/state-file.js';
 import { tempDir } from '../../support/temp.js';
 
 const root = tempDir('state-positions');
 const freshPath = () => join(mkdtempSync(join(root, 'case-')), 'state.json');
 const T0 = Date.UTC(2030, 0, 1);
-
-function refusal(path: string): string {
-  try {
-    loadStateFile(path);
-  } catch (err) {
-    assert.ok(err instanceof StateFileError, String(err));
-    return err.message;
-  }
-  assert.fail('expected the state file to be refused');
-}
-
-/** Line and column (1-based) of the first `needle` at or after `from` in the file. */
-function placeOf(text: string, needle: string, from = 0): string {
-  const at = text.indexOf(needle, from);
-  assert.ok(at >= 0, `${needle} is in the file`);
-  const before = text.slice(0, at);
-  const line = before.split('\n').length;
-  return `${line}:${at - before.lastIndexOf('\n')}`;
-}
 
 describe('state file positions', () => {
   it('a lie in a change record names its line and the field', () => {
@@ -47,7 +29,7 @@ describe('state file positions', () => {
     appendFileSync(path, `${JSON.stringify({ ...record, seq: 2 })}\n`);
     const text = readFileSync(path, 'utf8');
     const lineStart = text.split('\n').slice(0, 2).join('\n').length + 1;
-    const message = refusal(path);
+    const message = stateFileRefusal(path);
     assert.match(
       message,
       new RegExp(
@@ -61,7 +43,7 @@ describe('state file positions', () => {
     const snapshot = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] }).snapshot();
     writeFileSync(path, `${JSON.stringify({ ...snapshot, version: 1, savedAt: 1e300 }, null, 2)}\n`);
     const text = readFileSync(path, 'utf8');
-    assert.match(refusal(path), new RegExp(`:${placeOf(text, '"savedAt"')}: invalid state file: savedAt: `));
+    assert.match(stateFileRefusal(path), new RegExp(`:${placeOf(text, '"savedAt"')}: invalid state file: savedAt: `));
   });
 
   it('a field that fails the schema in the snapshot line names its place', () => {
@@ -69,6 +51,9 @@ describe('state file positions', () => {
     const snapshot = new Engine({ clock: new ManualClock(T0), fleet: [{ name: 'a' }] }).snapshot();
     const text = `${JSON.stringify({ ...snapshot, vms: [{ name: 'a', faultDomain: -3 }] })}\n`;
     writeFileSync(path, text);
-    assert.match(refusal(path), new RegExp(`:${placeOf(text, '"faultDomain"', text.indexOf('"vms":'))}: .*vms\\[0\\]\\.faultDomain`));
+    assert.match(
+      stateFileRefusal(path),
+      new RegExp(`:${placeOf(text, '"faultDomain"', text.indexOf('"vms":'))}: .*vms\\[0\\]\\.faultDomain`),
+    );
   });
 });
