@@ -7,6 +7,7 @@ import {
   ImdsError,
   ImdsProtocolError,
   ScheduledEventsClient,
+  affects,
   eventKey,
   type EventChange,
   type EventsDocument,
@@ -17,11 +18,12 @@ import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
 import { resolveVmIdentity, resourceIdOf } from './identity.js';
 import { Journal } from './journal.js';
-import { decideApproval, shouldResend, type ApprovalRole } from './leader.js';
+import { decideApproval, shouldResend, usesBarrier, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
 import { AgentMetrics } from './metrics.js';
 import { groupState, settleGroup } from './process-group.js';
 import { matchRule } from './rules.js';
+import { sharedApprovalRisks } from './shared-approval.js';
 import { startStatusServer, type StatusServer } from './server.js';
 import type {
   Action,
@@ -280,6 +282,7 @@ export class Agent {
     };
     this.#stop.signal.addEventListener('abort', onStop, { once: true });
     try {
+      for (const risk of sharedApprovalRisks(this.config.rules)) this.#log.warn({ rule: risk.rule }, risk.message);
       this.#openJournal();
       await this.#startServer();
       if (!this.#stop.signal.aborted) await this.#resolveName();
@@ -417,7 +420,26 @@ export class Agent {
       }
     }
     this.#kubernetes = runtime;
-    this.#log.info({ node: nodeName, budget: this.config.kubernetes.budget }, 'the Kubernetes node is this VM');
+    // The barrier: other nodes' agents learn from the node which VM it is. A failure (an API server
+    // down, RBAC without `list nodes`) does not stop the agent: it tries again meanwhile, and until
+    // then the others do not wait for this node.
+    if (!this.dryRun) {
+      try {
+        await runtime.register(this.#vmName);
+      } catch (err) {
+        this.#log.error(
+          { err: (err as Error).message },
+          'cannot label the node as one that runs the agent: other nodes will not wait for it before approving an event that names both; trying again',
+        );
+        const registering = runtime.registerRetrying(this.#vmName, this.#stop.signal);
+        this.#work.add(registering);
+        void registering.finally(() => this.#work.delete(registering));
+      }
+    }
+    this.#log.info(
+      { node: nodeName, budget: this.config.kubernetes.budget, approval: this.config.kubernetes.approval ?? 'barrier' },
+      'the Kubernetes node is this VM',
+    );
     // Slots held before a restart (the journal says which) stay fresh from now on.
     const renewing = runtime.renewSlots(this.#stop.signal);
     this.#work.add(renewing);
@@ -621,6 +643,10 @@ export class Agent {
     const readyAt = this.#now();
     const early = rule.approval === 'immediately' ? this.#approve(tracked, rule, entry, readyAt) : null;
     const ok = await this.#runPhase(tracked, 'prepare', rule.actions);
+    // The node says it is prepared, for the barrier of whichever node approves (this one's included).
+    if (ok && !this.dryRun && this.#kubernetes !== null && rule.actions.some((a) => a.type === 'kubernetes')) {
+      if (affects(tracked.event, this.#vmName)) await this.#kubernetes.markPrepared(tracked.event, log);
+    }
     if (tracked.unjournaled) {
       log.error(
         { rule: rule.name, prepared: ok },
@@ -747,7 +773,14 @@ export class Agent {
     log: Logger,
   ): (action: KubernetesAction) => Promise<{ ok: boolean; error: string | null }> {
     const runtime = this.#kubernetes!;
-    return (action) => {
+    return async (action) => {
+      // [seed] Every VM of a tenant sees its events, "whichever VM it affects": readers check Resources.
+      // Another VM's maintenance is no reason to cordon or drain this node. Recovery still runs: it
+      // undoes only what the node's annotations say this agent did.
+      if (phase === 'prepare' && !affects(tracked.event, this.#vmName)) {
+        log.info({ resources: tracked.event.resources }, 'the event does not name this VM: leaving the node as it is');
+        return { ok: true, error: null };
+      }
       const step = this.#kubernetesStep(tracked, phase, log);
       return phase === 'prepare' ? runtime.prepare(action, step) : runtime.recover(step);
     };
@@ -832,9 +865,23 @@ export class Agent {
         vmName: this.#vmName,
         firstSeenAt,
         now: this.#now(),
+        barrier: this.#kubernetes !== null && usesBarrier(rule, this.config.kubernetes),
       });
       if (decision.kind === 'skip') {
         log.info({ reason: decision.reason }, 'not approving');
+        return;
+      }
+      if (decision.kind === 'barrier') {
+        const outcome = await this.#kubernetes!.awaitBarrier({
+          event: () => tracked.event,
+          vmName: this.#vmName,
+          signal: waits,
+          log,
+          dryRun: this.dryRun,
+        });
+        if (outcome === 'aborted') return;
+        // Sent as any node the event names would; #send skips an event that has Started meanwhile.
+        await this.#send(tracked, 'any', waits);
         return;
       }
       if (decision.kind === 'approve') {

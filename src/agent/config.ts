@@ -228,6 +228,7 @@ const KubernetesSchema = z.strictObject(
       .optional(),
     localStorage: z.enum(['evict', 'skip'], { error: want('evict or skip') }).default(CONFIG_DEFAULTS.kubernetes.localStorage),
     readyTimeoutSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.kubernetes.readyTimeoutSeconds),
+    approval: z.enum(['barrier', 'leader-only'], { error: want('barrier or leader-only') }).optional(),
     budget: z
       .strictObject(
         {
@@ -237,7 +238,12 @@ const KubernetesSchema = z.strictObject(
             .max(1000, { error: 'must be at most 1000' }),
           namespace: objectName.default(CONFIG_DEFAULTS.kubernetes.budget.namespace),
           name: objectName.default(CONFIG_DEFAULTS.kubernetes.budget.name),
-          leaseDurationSeconds: secondsAtLeast(10).default(CONFIG_DEFAULTS.kubernetes.budget.leaseDurationSeconds),
+          // A Lease's leaseDurationSeconds is an int32: the API server refuses 30.5 when it decodes the body.
+          leaseDurationSeconds: z
+            .int({ error: want('a whole number of seconds') })
+            .min(10, { error: 'must be at least 10 seconds' })
+            .max(2 ** 31 - 1, { error: 'must be at most 2147483647 seconds' })
+            .default(CONFIG_DEFAULTS.kubernetes.budget.leaseDurationSeconds),
           minPrepareSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.kubernetes.budget.minPrepareSeconds),
         },
         { error: want('a mapping with slots (and namespace, name, leaseDurationSeconds, minPrepareSeconds), or null') },
@@ -460,6 +466,8 @@ export function normalizeKubernetes(k?: z.infer<typeof KubernetesSchema>): Kuber
     taint: k?.taint ?? null,
     localStorage: k?.localStorage ?? d.localStorage,
     readyTimeoutSeconds: k?.readyTimeoutSeconds ?? d.readyTimeoutSeconds,
+    // Absent means barrier (leader.ts usesBarrier); left out rather than filled in, so a config reads back as written.
+    ...(k?.approval !== undefined ? { approval: k.approval } : {}),
     budget: k?.budget
       ? {
           slots: k.budget.slots,

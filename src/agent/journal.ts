@@ -67,6 +67,7 @@ const EntrySchema = z.object({
       cordoned: z.boolean(),
       slot: z.object({ namespace: z.string(), name: z.string() }).nullable(),
       overBudget: z.boolean(),
+      taintPlaced: z.boolean().optional(),
     })
     .optional(),
 });

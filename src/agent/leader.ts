@@ -1,6 +1,6 @@
 // Who approves an event: pure functions of the config, the event and this VM's name, so they test without I/O.
 import { affects, isLeader, leaderOf, type ScheduledEvent } from '../client/index.js';
-import type { AgentConfig } from './types.js';
+import type { AgentConfig, KubernetesConfig, Rule } from './types.js';
 
 export type ApprovalRole = 'leader' | 'standby' | 'any';
 
@@ -32,6 +32,8 @@ export function standbyCovers(standby: LeaderConfig['standby'], event: Scheduled
 export type ApprovalDecision =
   /** Approve now, in this role. */
   | { kind: 'approve'; as: ApprovalRole }
+  /** Approve (as `any`) once every node the event names that runs the agent is prepared, or at the deadline. */
+  | { kind: 'barrier' }
   /** As standby, once `at` (epoch ms) has come, if the event is still Scheduled then. */
   | { kind: 'wait'; as: 'standby'; at: number }
   | { kind: 'skip'; reason: string };
@@ -43,6 +45,20 @@ export interface DecisionInput {
   /** When this agent first saw the event (epoch ms); the standby's timer runs from it. */
   firstSeenAt: number;
   now: number;
+  /** The rule prepares a Kubernetes node and approves through the barrier (usesBarrier). */
+  barrier?: boolean;
+}
+
+/**
+ * Whether a rule's approval waits at the barrier: `after-actions` with a kubernetes action, unless
+ * `kubernetes.approval: leader-only`. [choice] `immediately` and `never` are taken at their word.
+ */
+export function usesBarrier(rule: Rule, kubernetes: KubernetesConfig): boolean {
+  return (
+    rule.approval === 'after-actions' &&
+    (kubernetes.approval ?? 'barrier') === 'barrier' &&
+    rule.actions.some((a) => a.type === 'kubernetes')
+  );
 }
 
 /**
@@ -52,6 +68,12 @@ export interface DecisionInput {
 export function decideApproval(input: DecisionInput): ApprovalDecision {
   const { leader, event, vmName, firstSeenAt, now } = input;
   if (event.status !== 'Scheduled') return { kind: 'skip', reason: `the event is ${event.status}, no longer Scheduled` };
+  // One approval starts the event on every node it names: any of them may send it, once all are
+  // prepared, so none has to stay up for it. A node the event does not name has no say.
+  if (input.barrier === true) {
+    if (affects(event, vmName)) return { kind: 'barrier' };
+    return { kind: 'skip', reason: 'the event does not name this VM: left to the nodes it names (kubernetes barrier)' };
+  }
   const own = ownRole(leader.mode, event, vmName);
   if (own !== null) return { kind: 'approve', as: own };
   const who = leader.mode === 'first' ? `the leader ${leaderOf(event) ?? '(none)'}` : 'the VMs it affects';

@@ -74,7 +74,15 @@ export interface KubernetesConfig {
   } | null;
   /** Give the budget slot back once the node is Ready, waiting at most this long after the event. */
   readyTimeoutSeconds: number;
+  /**
+   * Who approves an event of an `after-actions` rule with a kubernetes action. `barrier` (the default,
+   * also when absent): any node the event names, once every named node that runs the agent is prepared,
+   * or at the deadline. `leader-only`: the VM `leader.mode` picks, once its own node is prepared.
+   */
+  approval?: KubernetesApproval;
 }
+
+export type KubernetesApproval = 'barrier' | 'leader-only';
 
 export interface RuleMatch {
   eventType: string[] | null;
@@ -194,6 +202,8 @@ export interface KubernetesRecord {
   slot: { namespace: string; name: string } | null;
   /** Prepared without a slot: none freed before the deadline. */
   overBudget: boolean;
+  /** Forewarn's taint was placed (or joined) for this event; the node's forewarn.io/tainted-for annotation decides. Absent: no. */
+  taintPlaced?: boolean;
 }
 
 /** What an action logs through: pino's child loggers, or a test's stand-in. */

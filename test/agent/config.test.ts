@@ -397,5 +397,10 @@ describe('parseAgentConfig: kubernetes', () => {
         'agent.yaml:7:33: kubernetes.budget.namespace: expected a Kubernetes name: lowercase letters, digits, - and .',
       ],
     );
+    // A real API server refuses a fractional leaseDurationSeconds (an int32) when it decodes the Lease.
+    assert.deepEqual(
+      problems(lines('rules:', '  - name: r', '    actions: []', 'kubernetes:', '  budget: {slots: 1, leaseDurationSeconds: 30.5}')),
+      ['agent.yaml:5:44: kubernetes.budget.leaseDurationSeconds: expected a whole number of seconds'],
+    );
   });
 });

@@ -3,8 +3,9 @@
 // In order: a budget of 1 serialises two Reboots, with one agent SIGKILLed mid-drain and restarted;
 // a PodDisruptionBudget that never allows a disruption fails the drain (never approved, uncordoned
 // after the event); a node an operator cordoned stays cordoned; a Preempt (30 s notice) is cordoned,
-// drained and approved within its notice. The agents run under deploy/kubernetes's RBAC, enforced,
-// and use every permission it grants and no other.
+// drained and approved within its notice; one event naming two nodes (one slow to drain, its agent
+// SIGKILLed after cordoning) is approved only once both are drained (the barrier). The agents run
+// under deploy/kubernetes's RBAC, enforced, and use every permission it grants and no other.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,10 +14,25 @@ import { after, before, describe, it } from 'node:test';
 import { startFakeKube, type FakeKube } from '../support/fake-kube/server.js';
 import { GRANTS, loadManifests } from '../support/deploy-manifests.js';
 import { waitFor } from '../support/wait.js';
-import { Proc, api, liveEvent, metric, startAgent, startEmulator, trigger, type Emu, type RunningAgent } from './e2e-support.js';
+import {
+  Proc,
+  api,
+  liveEvent,
+  liveEvents,
+  metric,
+  startAgent,
+  startEmulator,
+  trigger,
+  type Emu,
+  type EmuEvent,
+  type RunningAgent,
+} from './e2e-support.js';
 
 const NODES = { 'node-a': 'vm-a', 'node-b': 'vm-b' } as const;
-type NodeName = keyof typeof NODES;
+/** Two VMs of one tenant: an operation on both makes one event naming both. */
+const PAIR = { 'node-c': 'vm-c', 'node-d': 'vm-d' } as const;
+const VMS = { ...NODES, ...PAIR } as const;
+type NodeName = keyof typeof VMS;
 const NS = 'forewarn';
 const MINUTE = 60_000;
 
@@ -26,9 +42,11 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
   let kube: FakeKube;
   const agents = new Map<NodeName, RunningAgent>();
 
-  /** The agent config of one node: every Reboot and Preempt drained, a budget of 1. */
-  const config = (node: NodeName, drainTimeoutSeconds = 120) => ({
-    endpoint: `${emu.imdsUrl}/vms/${NODES[node]}`,
+  const budget = { slots: 1, namespace: NS, name: 'maintenance', leaseDurationSeconds: 30, minPrepareSeconds: 5 };
+
+  /** The agent config of one node: every Reboot and Preempt drained, a budget of 1 (unless `slots` says otherwise). */
+  const config = (node: NodeName, drainTimeoutSeconds = 120, budgetOf: typeof budget = budget) => ({
+    endpoint: `${emu.imdsUrl}/vms/${VMS[node]}`,
     pollIntervalSeconds: 0.2,
     journal: join(dir, `${node}.journal.json`),
     listen: '127.0.0.1:0',
@@ -45,12 +63,12 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
       marginSeconds: 5,
       taint: 'forewarn.io/maintenance={type}:NoSchedule',
       readyTimeoutSeconds: 10,
-      budget: { slots: 1, namespace: NS, name: 'maintenance', leaseDurationSeconds: 30, minPrepareSeconds: 5 },
+      budget: budgetOf,
     },
   });
 
-  async function start(node: NodeName, drainTimeoutSeconds?: number): Promise<RunningAgent> {
-    const agent = await startAgent(join(dir, `${node}.json`), config(node, drainTimeoutSeconds), {
+  async function start(node: NodeName, drainTimeoutSeconds?: number, budgetOf?: typeof budget): Promise<RunningAgent> {
+    const agent = await startAgent(join(dir, `${node}.json`), config(node, drainTimeoutSeconds, budgetOf), {
       until: 'the Kubernetes node is this VM',
       env: { KUBECONFIG: join(dir, 'kubeconfig.yaml'), NODE_NAME: node },
     });
@@ -80,7 +98,10 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'forewarn-agent-kube-'));
     const fleet = join(dir, 'fleet.yaml');
-    writeFileSync(fleet, 'vms:\n  - name: vm-a\n  - name: vm-b\n    priority: Spot\n');
+    writeFileSync(
+      fleet,
+      'vms:\n  - name: vm-a\n  - name: vm-b\n    priority: Spot\n  - name: vm-c\n    tenant: pair\n  - name: vm-d\n    tenant: pair\n',
+    );
     emu = await startEmulator(['--fleet', fleet]);
     kube = await startFakeKube({
       terminationDelayMs: 400,
@@ -89,7 +110,7 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
     });
     assert.deepEqual(kube.apply(loadManifests().map((m) => m.object)), [], 'deploy/kubernetes applies');
     writeFileSync(join(dir, 'kubeconfig.yaml'), kube.kubeconfigYaml());
-    for (const [node, vm] of Object.entries(NODES)) {
+    for (const [node, vm] of Object.entries(VMS)) {
       const res = await fetch(`${emu.imdsUrl}/vms/${vm}/metadata/instance/compute?api-version=2021-02-01`, {
         headers: { Metadata: 'true' },
       });
@@ -155,7 +176,7 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
     const approved = await started(ids[first]!, 'the first node approved');
     assert.deepEqual(
       approved.approvals.map((a) => a.vm),
-      [NODES[first]],
+      [VMS[first]],
       'approved once',
     );
     assert.ok(webPods(first).length === 0, 'no web pod left on the drained node');
@@ -170,7 +191,7 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
     const secondStarted = await started(ids[second]!, 'the second node approved');
     assert.deepEqual(
       secondStarted.approvals.map((a) => a.vm),
-      [NODES[second]],
+      [VMS[second]],
     );
     const at = (node: NodeName, reason: string) => kube.events().findIndex((e) => e.node === node && e.reason === reason);
     assert.ok(
@@ -292,6 +313,114 @@ describe('agent e2e: Kubernetes nodes', { skip: process.platform === 'win32' && 
     assert.ok((await metric(agent, 'forewarn_agent_kubernetes_steps_total', '{step="drained"}')) >= 1);
     assert.ok((await metric(agent, 'forewarn_agent_kubernetes_evictions_total', '{outcome="evicted"}')) >= 1);
   });
+
+  it(
+    'one event naming two nodes is approved only once both drained, through a slow drain and a SIGKILL after cordoning',
+    { timeout: 180_000 },
+    async () => {
+      // Their own budget, with room for both: a node waiting for a slot would wait until near NotBefore.
+      const pairBudget = { ...budget, slots: 2, name: 'pair' };
+      await start('node-c', undefined, pairBudget);
+      await start('node-d', undefined, pairBudget);
+      const since = kube.events().length;
+      // node-d drains slowly: its pod takes 8 s to terminate once evicted. node-c's goes at once, and
+      // vm-c comes first in Resources: the leader `first` picks, which used to approve on its own drain.
+      for (const [node, name, terminationDelayMs] of [
+        ['node-c', 'batch-quick', 300],
+        ['node-d', 'batch-slow', 8_000],
+      ] as const) {
+        kube.addPod({
+          name,
+          namespace: 'jobs',
+          nodeName: node,
+          labels: { app: name },
+          owner: { kind: 'StatefulSet', name },
+          terminationDelayMs,
+        });
+      }
+      const id = await trigger(emu, { type: 'platform-reboot', vms: ['vm-c', 'vm-d'] });
+      const event = (await liveEvents(emu)).find((e) => e.id === id) as (EmuEvent & { resources: string[] }) | undefined;
+      assert.deepEqual([...(event?.resources ?? [])].sort(), ['vm-c', 'vm-d'], 'one event names both VMs');
+
+      // Watched from here to the start: the first sight of Started must find node-d empty.
+      let startedWithPodLeft: boolean | null = null;
+      const watching = waitFor(
+        'the pair event Started',
+        async () => {
+          const podLeft = kube.pod('jobs', 'batch-slow') !== undefined;
+          if ((await liveEvent(emu, id))?.status !== 'Started') return undefined;
+          startedWithPodLeft = podLeft;
+          return true;
+        },
+        120_000,
+        50,
+      );
+
+      // node-d's agent is SIGKILLed once it has cordoned its node and its slow eviction has begun.
+      await waitFor('node-d cordoned', () => (kube.node('node-d').spec?.unschedulable ? true : undefined), 20_000);
+      await waitFor('the slow eviction', () => kube.evictions.find((e) => e.pod === 'batch-slow' && e.status === 201), 20_000);
+      await agents.get('node-d')!.proc.stop('SIGKILL');
+      // node-c drained in a moment, and waits for node-d rather than approve.
+      const waiting = await agents
+        .get('node-c')!
+        .proc.waitForLog(
+          'node-c waiting at the barrier',
+          (l) => l.eventId === id && l.msg === 'this node is prepared: waiting for the other nodes the event names before approving',
+          20_000,
+        );
+      assert.deepEqual(waiting.waitingFor, ['node-d (vm-d)']);
+      assert.equal((await liveEvent(emu, id))?.status, 'Scheduled', 'not approved while node-d is down and draining');
+
+      // Back up, node-d's agent carries on from the journal and the node: no second cordon, the drain finishes.
+      const restarted = await start('node-d', undefined, pairBudget);
+      await watching;
+      assert.equal(startedWithPodLeft, false, 'Started only once the slow pod was gone');
+      await restarted.proc.waitForLog(
+        'node-d running its interrupted drain again',
+        (l) => l.eventId === id && l.msg === 'this action was interrupted (the agent stopped while it ran): running it again',
+        10_000,
+      );
+      const after = await liveEvent(emu, id);
+      assert.ok(after !== undefined && after.approvals.length >= 1, 'approved by a node it names');
+      assert.ok(
+        after.approvals.every((a) => a.vm === 'vm-c' || a.vm === 'vm-d'),
+        `approved by the named nodes: ${JSON.stringify(after.approvals)}`,
+      );
+      // Posted right after IMDS took the approval, so it may trail the Started document a little.
+      const approvedOnPair = (e: { node: string | null; reason: string }) =>
+        (e.node === 'node-c' || e.node === 'node-d') && e.reason === 'Approved';
+      await waitFor(
+        'the Approved event on a node of the pair',
+        () => (kube.events().slice(since).some(approvedOnPair) ? true : undefined),
+        10_000,
+      );
+      const events = kube.events().slice(since);
+      const index = (node: string, reason: string) => events.findIndex((e) => e.node === node && e.reason === reason);
+      const firstApproved = events.findIndex(approvedOnPair);
+      for (const node of Object.keys(PAIR)) {
+        assert.ok(index(node, 'Drained') >= 0 && index(node, 'Drained') < firstApproved, `${node} drained before the approval`);
+      }
+      assert.equal(
+        events.filter((e) => e.node === 'node-d' && e.reason === 'Cordoned').length,
+        1,
+        'node-d cordoned once, through the restart',
+      );
+      assert.ok(!events.some((e) => e.reason === 'BarrierDeadline'), 'approved before the deadline');
+      for (const node of Object.keys(PAIR) as NodeName[]) {
+        assert.match(kube.node(node).metadata.annotations?.['forewarn.io/prepared-for'] ?? '', new RegExp(id.toLowerCase()));
+      }
+
+      // The Reboot ends: both nodes are uncordoned and lose their prepared marks.
+      await advance(11 * MINUTE);
+      for (const node of Object.keys(PAIR) as NodeName[]) {
+        await agents.get(node)!.proc.waitForLog(`${node} recovered`, (l) => l.msg === 'done with this event' && l.eventId === id, 30_000);
+        const n = kube.node(node);
+        assert.equal(n.spec?.unschedulable ?? false, false, `${node} uncordoned`);
+        assert.equal(n.metadata.annotations?.['forewarn.io/prepared-for'], undefined, `${node} no longer marked`);
+        assert.ok(reasons(node).includes('Uncordoned'), `${node}: Uncordoned`);
+      }
+    },
+  );
 
   it('used every permission deploy/kubernetes grants, and no other', () => {
     const forbidden = kube.requests.filter((r) => r.status === 403);

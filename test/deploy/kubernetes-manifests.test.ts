@@ -157,6 +157,7 @@ function granted(sa: Meta): Grant[] {
 const LEASES = '/apis/coordination.k8s.io/v1/namespaces/forewarn/leases';
 const PROBES: { method: string; path: string; allowed: boolean }[] = [
   { method: 'GET', path: '/api/v1/nodes/n1', allowed: true },
+  { method: 'GET', path: '/api/v1/nodes?labelSelector=forewarn.io%2Fagent%3Dtrue', allowed: true },
   { method: 'PATCH', path: '/api/v1/nodes/n1', allowed: true },
   { method: 'GET', path: '/api/v1/pods?fieldSelector=spec.nodeName%3Dn1', allowed: true },
   { method: 'POST', path: '/api/v1/namespaces/shop/pods/p/eviction', allowed: true },
@@ -164,7 +165,8 @@ const PROBES: { method: string; path: string; allowed: boolean }[] = [
   { method: 'GET', path: `${LEASES}/forewarn-maintenance-0`, allowed: true },
   { method: 'POST', path: LEASES, allowed: true },
   { method: 'PUT', path: `${LEASES}/forewarn-maintenance-0`, allowed: true },
-  { method: 'GET', path: '/api/v1/nodes', allowed: false },
+  { method: 'PUT', path: '/api/v1/nodes/n1', allowed: false },
+  { method: 'DELETE', path: '/api/v1/nodes/n1', allowed: false },
   { method: 'GET', path: '/api/v1/namespaces/shop/pods/p', allowed: false },
   { method: 'DELETE', path: '/api/v1/namespaces/shop/pods/p', allowed: false },
   { method: 'POST', path: '/api/v1/namespaces/forewarn/events', allowed: false },
@@ -214,7 +216,7 @@ describe('deploy/kubernetes', () => {
     }
   });
 
-  it('grants exactly nodes get/patch, pods list, pods/eviction create, events create in default, and leases in the agent namespace', () => {
+  it('grants exactly nodes get/list/patch, pods list, pods/eviction create, events create in default, and leases in the agent namespace', () => {
     assert.deepEqual(granted(account.metadata), sortGrants(GRANTS));
     const budget = agentConfig().kubernetes.budget ?? assert.fail('the ConfigMap sets no kubernetes.budget');
     assert.ok(
@@ -324,6 +326,9 @@ describe('deploy/kubernetes', () => {
     const rule = config.rules.find((r) => r.actions.some((a) => a.type === 'kubernetes')) ?? assert.fail('no rule has a kubernetes action');
     assert.deepEqual([...(rule.match.eventType ?? [])].sort(), ['Preempt', 'Reboot', 'Redeploy', 'Terminate']);
     assert.equal(rule.approval, 'after-actions');
+    // An event naming several nodes is approved once all of them are drained, and a node prepares only for its own events.
+    assert.equal(config.kubernetes.approval, 'barrier');
+    assert.equal(rule.match.affectsThisVm, true);
     const action = rule.actions.find((a) => a.type === 'kubernetes');
     assert.ok(action?.type === 'kubernetes' && action.drain);
     assert.deepEqual(

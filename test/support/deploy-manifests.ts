@@ -15,6 +15,8 @@ export const DEPLOY_DIR = join(ROOT, 'deploy', 'kubernetes');
  */
 export const GRANTS: Grant[] = [
   { verb: 'get', group: '', resource: 'nodes', scope: '*' },
+  // The barrier: the nodes that run the agent (label forewarn.io/agent=true) and their prepared marks.
+  { verb: 'list', group: '', resource: 'nodes', scope: '*' },
   { verb: 'patch', group: '', resource: 'nodes', scope: '*' },
   { verb: 'list', group: '', resource: 'pods', scope: '*' },
   { verb: 'create', group: '', resource: 'pods/eviction', scope: '*' },

@@ -6,6 +6,8 @@ export interface Taint {
   key: string;
   value?: string;
   effect: string;
+  /** RFC 3339, kept as read: a NoExecute toleration's tolerationSeconds count from it, so a rewrite must not drop it. */
+  timeAdded?: string;
 }
 
 export interface KubeNode {
@@ -18,6 +20,18 @@ export interface KubeNode {
   providerID: string | null;
   /** The node's Ready condition is True. */
   ready: boolean;
+  /**
+   * The field managers that own spec.unschedulable in metadata.managedFields (who last set it, or
+   * applied it); null or absent when the API sent no managedFields, so it cannot tell.
+   */
+  unschedulableManagers?: string[] | null;
+  /** AKS node auto-drain's VMEventScheduled condition while True: its message (it names the event type); else null or absent. */
+  aksEvent?: string | null;
+}
+
+/** A node as a list shows it: its labels too (the agent's nodes are selected by label). */
+export interface ListedNode extends KubeNode {
+  labels: Record<string, string>;
 }
 
 export interface KubePod {
@@ -34,6 +48,8 @@ export interface KubePod {
   graceSeconds: number;
   /** Has an emptyDir volume, whose data goes with the pod. */
   localStorage: boolean;
+  /** metadata.labels (the opt-in to eviction on a Freeze is one); absent: none. */
+  labels?: Record<string, string>;
 }
 
 export interface Lease {
@@ -43,6 +59,8 @@ export interface Lease {
   holder: string | null;
   /** Epoch ms; null when never renewed. */
   renewedAt: number | null;
+  /** Epoch ms the holder took it; null when unknown. Kept across renewals, as client-go's leader election keeps it. */
+  acquiredAt: number | null;
   durationSeconds: number | null;
   transitions: number;
 }
@@ -84,6 +102,8 @@ export interface KubeApi {
   getNode(name: string): Promise<KubeNode>;
   /** An RFC 6902 JSON patch; a failed `test` op (the node changed meanwhile) throws KubeError 409 or 422. */
   patchNode(name: string, ops: JsonPatchOp[]): Promise<KubeNode>;
+  /** Nodes with these labels (a label selector, e.g. `forewarn.io/agent=true`). */
+  listNodes(labelSelector: string): Promise<ListedNode[]>;
   listPodsOnNode(node: string): Promise<KubePod[]>;
   evict(pod: KubePod, graceSeconds: number): Promise<EvictionOutcome>;
   createEvent(event: NodeEvent): Promise<void>;

@@ -35,7 +35,9 @@ export class Budget {
     for (const name of this.slotNames()) {
       const now = this.options.now();
       const lease = await this.api.getLease(namespace, name);
-      const write = { namespace, name, holder, renewedAt: now, acquiredAt: now, durationSeconds: leaseDurationSeconds };
+      // Taken again by its holder (after a restart), it keeps the time it was first acquired.
+      const acquiredAt = lease !== null && lease.holder === holder ? (lease.acquiredAt ?? now) : now;
+      const write = { namespace, name, holder, renewedAt: now, acquiredAt, durationSeconds: leaseDurationSeconds };
       if (lease === null) {
         if ((await this.api.createLease({ ...write, transitions: 0 })) !== null) return { namespace, name };
         continue;
@@ -70,6 +72,8 @@ export class Budget {
         name: slot.name,
         holder: this.options.holder,
         renewedAt: this.options.now(),
+        // A PUT replaces the whole spec: without it, the first renewal would erase when the slot was taken.
+        ...(lease.acquiredAt !== null ? { acquiredAt: lease.acquiredAt } : {}),
         durationSeconds: this.options.leaseDurationSeconds,
         resourceVersion: lease.resourceVersion,
         transitions: lease.transitions,

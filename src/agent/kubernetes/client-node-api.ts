@@ -6,10 +6,12 @@ import {
   KubeConfig,
   PatchStrategy,
   setHeaderOptions,
+  V1MicroTime,
   type CoreV1Event,
   type V1Lease,
   type V1Node,
   type V1Pod,
+  type V1Taint,
 } from '@kubernetes/client-node';
 import {
   KubeError,
@@ -19,9 +21,12 @@ import {
   type KubeNode,
   type KubePod,
   type Lease,
+  type ListedNode,
   type LeaseWrite,
   type NodeEvent,
+  type Taint,
 } from './api.js';
+import { AKS_CONDITION, FIELD_MANAGER } from './node.js';
 
 /** Where the agent finds the API server (SPEC §4): the file KUBECONFIG names, else the pod's service account. */
 export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
@@ -59,7 +64,13 @@ export class ClientNodeApi implements KubeApi {
 
   async patchNode(name: string, ops: JsonPatchOp[]): Promise<KubeNode> {
     const options = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
-    return toNode(await call(`patch node ${name}`, () => this.#core.patchNode({ name, body: ops }, options)));
+    // Under the agent's own field manager, so managedFields tell its writes from anyone else's (node.ts).
+    return toNode(await call(`patch node ${name}`, () => this.#core.patchNode({ name, body: ops, fieldManager: FIELD_MANAGER }, options)));
+  }
+
+  async listNodes(labelSelector: string): Promise<ListedNode[]> {
+    const list = await call(`list the nodes labelled ${labelSelector}`, () => this.#core.listNode({ labelSelector }));
+    return list.items.map((node) => ({ ...toNode(node), labels: { ...(node.metadata?.labels ?? {}) } }));
   }
 
   async listPodsOnNode(node: string): Promise<KubePod[]> {
@@ -185,16 +196,34 @@ function blocked(body: string): EvictionOutcome {
 
 function toNode(node: V1Node): KubeNode {
   const conditions = node.status?.conditions ?? [];
+  const scheduled = conditions.find((c) => c.type === AKS_CONDITION && c.status === 'True');
   return {
     name: node.metadata?.name ?? '',
     uid: node.metadata?.uid ?? '',
     resourceVersion: node.metadata?.resourceVersion ?? '',
     unschedulable: node.spec?.unschedulable === true,
     annotations: { ...(node.metadata?.annotations ?? {}) },
-    taints: (node.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect, ...(t.value !== undefined ? { value: t.value } : {}) })),
+    taints: (node.spec?.taints ?? []).map(toTaint),
     providerID: node.spec?.providerID ?? null,
     ready: conditions.some((c) => c.type === 'Ready' && c.status === 'True'),
+    unschedulableManagers: unschedulableManagers(node),
+    aksEvent: scheduled === undefined ? null : (scheduled.message ?? ''),
   };
+}
+
+/** Managers whose managedFields entry (of the object, not a subresource) holds `f:spec` → `f:unschedulable`; null without managedFields. */
+function unschedulableManagers(node: V1Node): string[] | null {
+  const entries = node.metadata?.managedFields ?? [];
+  if (entries.length === 0) return null;
+  const owns = (fields: unknown): boolean => {
+    const spec = isObject(fields) ? fields['f:spec'] : undefined;
+    return isObject(spec) && 'f:unschedulable' in spec;
+  };
+  return entries.filter((e) => (e.subresource ?? '') === '' && owns(e.fieldsV1)).map((e) => e.manager ?? '');
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function toPod(pod: V1Pod): KubePod {
@@ -210,20 +239,42 @@ function toPod(pod: V1Pod): KubePod {
     // Kubernetes' own default when the pod names none.
     graceSeconds: pod.spec?.terminationGracePeriodSeconds ?? 30,
     localStorage: (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined && v.emptyDir !== null),
+    labels: { ...(pod.metadata?.labels ?? {}) },
+  };
+}
+
+/** A taint as read, its timeAdded kept (as Go's RFC 3339, whole seconds) so that writing the list back changes nothing of it. */
+function toTaint(t: V1Taint): Taint {
+  const added = t.timeAdded === undefined || t.timeAdded === null ? undefined : new Date(t.timeAdded);
+  return {
+    key: t.key,
+    effect: t.effect,
+    ...(t.value !== undefined ? { value: t.value } : {}),
+    ...(added !== undefined && !Number.isNaN(added.getTime()) ? { timeAdded: added.toISOString().replace(/\.\d{3}Z$/, 'Z') } : {}),
   };
 }
 
 function toLease(lease: V1Lease): Lease {
-  const renew = lease.spec?.renewTime;
   return {
     namespace: lease.metadata?.namespace ?? '',
     name: lease.metadata?.name ?? '',
     resourceVersion: lease.metadata?.resourceVersion ?? '',
     holder: lease.spec?.holderIdentity || null,
-    renewedAt: renew === undefined || renew === null ? null : new Date(renew).getTime(),
+    renewedAt: microTimeMs(lease.spec?.renewTime),
+    acquiredAt: microTimeMs(lease.spec?.acquireTime),
     durationSeconds: lease.spec?.leaseDurationSeconds ?? null,
     transitions: lease.spec?.leaseTransitions ?? 0,
   };
+}
+
+/**
+ * A MicroTime read back, in epoch ms, whatever its precision: client-node hands the server's string
+ * over as it came ("2026-11-27T03:25:11.084000Z", typed as a Date); a Date is taken as it is.
+ */
+function microTimeMs(value: Date | string | null | undefined): number | null {
+  if (value === undefined || value === null) return null;
+  const ms = value instanceof Date ? value.getTime() : Date.parse(String(value));
+  return Number.isNaN(ms) ? null : ms;
 }
 
 function leaseBody(lease: LeaseWrite): V1Lease {
@@ -234,9 +285,12 @@ function leaseBody(lease: LeaseWrite): V1Lease {
     spec: {
       // An empty holder is a free slot; null would be dropped from the body and keep the old one on update.
       holderIdentity: lease.holder ?? '',
-      leaseDurationSeconds: lease.durationSeconds,
-      renewTime: new Date(lease.renewedAt),
-      ...(lease.acquiredAt !== undefined ? { acquireTime: new Date(lease.acquiredAt) } : {}),
+      // An int32 on the server, which refuses a fraction: rounded up, so the slot lasts at least as long.
+      leaseDurationSeconds: Math.ceil(lease.durationSeconds),
+      // MicroTimes: the server parses them as RFC3339Micro and refuses anything but six fractional
+      // digits (SPEC §4); a Date would serialise with three, a V1MicroTime writes six.
+      renewTime: new V1MicroTime(lease.renewedAt),
+      ...(lease.acquiredAt !== undefined ? { acquireTime: new V1MicroTime(lease.acquiredAt) } : {}),
       ...(lease.transitions !== undefined ? { leaseTransitions: lease.transitions } : {}),
     },
   };

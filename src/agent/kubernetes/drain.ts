@@ -9,8 +9,27 @@ export const DRAIN_POLL_MS = 500;
 export const BLOCKED_BACKOFF_MAX_MS = 10_000;
 const BLOCKED_BACKOFF_FIRST_MS = 1_000;
 
+/**
+ * Pod labels that opt a pod in to eviction before a Freeze, whatever the value (AKS documents an empty
+ * one). Forewarn's own, and AKS node auto-drain's, so a workload labelled for AKS gets the same from
+ * Forewarn: `remediator.kubernetes.azure.com/onFreeze` (learn.microsoft.com/azure/aks/node-auto-drain-evict-on-freeze;
+ * an earlier version of that page spelled it `OnFreeze`, so the key is matched ignoring case).
+ */
+export const FREEZE_OPT_IN_LABELS: readonly string[] = ['forewarn.io/evict-on-freeze', 'remediator.kubernetes.azure.com/onFreeze'];
+
+/** The pod carries one of FREEZE_OPT_IN_LABELS. */
+export function optedInForFreeze(pod: KubePod): boolean {
+  const wanted = FREEZE_OPT_IN_LABELS.map((l) => l.toLowerCase());
+  return Object.keys(pod.labels ?? {}).some((key) => wanted.includes(key.toLowerCase()));
+}
+
+/** Which pods a drain evicts: every pod that can move, or (before a Freeze) only those that opted in. */
+export type DrainSelection = 'all' | 'freeze-opt-in';
+
 export interface DrainOptions {
   node: string;
+  /** Default `all`. */
+  select?: DrainSelection;
   /** Epoch ms: pods still there then make the drain fail. */
   deadline: number;
   localStorage: 'evict' | 'skip';
@@ -43,11 +62,15 @@ export interface DrainReport {
 
 const podName = (p: KubePod) => `${p.namespace}/${p.name}`;
 
-/** Why a pod stays: DaemonSet pods come back at once, a mirror pod belongs to the kubelet, a finished pod runs no more. */
-export function skipReason(pod: KubePod, localStorage: 'evict' | 'skip'): string | null {
+/**
+ * Why a pod stays: DaemonSet pods come back at once, a mirror pod belongs to the kubelet, a finished pod
+ * runs no more; before a Freeze (`freeze-opt-in`), a pod that did not opt in rides it out.
+ */
+export function skipReason(pod: KubePod, localStorage: 'evict' | 'skip', select: DrainSelection = 'all'): string | null {
   if (pod.ownerKinds.includes('DaemonSet')) return 'managed by a DaemonSet';
   if (pod.mirror) return 'a static (mirror) pod';
   if (pod.finished) return 'already finished';
+  if (select === 'freeze-opt-in' && !optedInForFreeze(pod)) return 'not labelled for eviction on a Freeze';
   if (pod.localStorage && localStorage === 'skip') return 'has local storage (emptyDir) and kubernetes.localStorage is skip';
   return null;
 }
@@ -86,7 +109,7 @@ export async function drainNode(api: KubeApi, options: DrainOptions): Promise<Dr
       skipped = [];
       pending = [];
       for (const pod of pods) {
-        const why = skipReason(pod, options.localStorage);
+        const why = skipReason(pod, options.localStorage, options.select);
         if (why === null) pending.push(pod);
         else skipped.push({ pod: podName(pod), why });
       }

@@ -34,6 +34,7 @@ function wrap(over: Partial<KubeApi>): KubeApi {
   return {
     getNode: (name) => api.getNode(name),
     patchNode: (name, ops) => api.patchNode(name, ops),
+    listNodes: (selector) => api.listNodes(selector),
     listPodsOnNode: (node) => api.listPodsOnNode(node),
     evict: (pod, grace) => api.evict(pod, grace),
     createEvent: (event) => api.createEvent(event),
@@ -166,28 +167,28 @@ describe('cordon', () => {
   it('cordons with the annotation and taint, shares the cordon between events, and the last one off uncordons', async () => {
     const node = freshNode(false);
     const taint = { key: 'forewarn.io/maintenance', value: 'Reboot', effect: 'NoSchedule' };
-    assert.equal(await cordon(api, node, 'E1', taint), 'cordoned');
-    assert.equal(await cordon(api, node, 'e1', taint), 'already-ours', 'a rerun after a restart');
-    assert.equal(await cordon(api, node, 'E2', taint), 'cordoned');
+    assert.equal((await cordon(api, node, 'E1', taint)).outcome, 'cordoned');
+    assert.equal((await cordon(api, node, 'e1', taint)).outcome, 'already-ours', 'a rerun after a restart');
+    assert.equal((await cordon(api, node, 'E2', taint)).outcome, 'cordoned');
     let n1 = kube.node(node);
     assert.equal(n1.spec.unschedulable, true);
     assert.equal(n1.metadata.annotations?.[CORDON_ANNOTATION], 'e1,e2');
     assert.deepEqual(n1.spec.taints, [taint]);
-    assert.equal(await uncordon(api, node, 'E1', taint.key), 'others-remain');
+    assert.equal((await uncordon(api, node, 'E1', taint.key)).outcome, 'others-remain');
     assert.equal(kube.node(node).spec.unschedulable, true);
-    assert.equal(await uncordon(api, node, 'E2', taint.key), 'uncordoned');
+    assert.equal((await uncordon(api, node, 'E2', taint.key)).outcome, 'uncordoned');
     n1 = kube.node(node);
     assert.equal(n1.spec.unschedulable, false);
     assert.equal(n1.metadata.annotations?.[CORDON_ANNOTATION], undefined);
     assert.deepEqual(n1.spec.taints, []);
-    assert.equal(await uncordon(api, node, 'E2', taint.key), 'not-ours', 'twice is harmless');
+    assert.equal((await uncordon(api, node, 'E2', taint.key)).outcome, 'not-ours', 'twice is harmless');
   });
 
   it('never takes over, or undoes, a cordon an operator made', async () => {
     const node = freshNode(false);
     kube.patchNode(node, { spec: { unschedulable: true } });
-    assert.equal(await cordon(api, node, 'E3', null), 'operator');
-    assert.equal(await uncordon(api, node, 'E3', null), 'not-ours');
+    assert.equal((await cordon(api, node, 'E3', null)).outcome, 'operator');
+    assert.equal((await uncordon(api, node, 'E3', null)).outcome, 'not-ours');
     assert.equal(kube.node(node).spec.unschedulable, true);
   });
 
@@ -204,7 +205,7 @@ describe('cordon', () => {
         return read;
       },
     });
-    assert.equal(await cordon(spy, node, 'E4', null), 'cordoned');
+    assert.equal((await cordon(spy, node, 'E4', null)).outcome, 'cordoned');
     const after = kube.node(node);
     assert.equal(after.metadata.labels?.touched, 'yes', 'the other change is kept');
     assert.equal(after.spec.unschedulable, true);

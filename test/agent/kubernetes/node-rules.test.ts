@@ -3,8 +3,18 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { KubeNode, KubePod } from '../../../src/agent/kubernetes/api.js';
-import { skipReason } from '../../../src/agent/kubernetes/drain.js';
-import { CORDON_ANNOTATION, checkProviderId, cordonIds, parseTaint } from '../../../src/agent/kubernetes/node.js';
+import { optedInForFreeze, skipReason } from '../../../src/agent/kubernetes/drain.js';
+import {
+  aksAtWork,
+  CORDON_ANNOTATION,
+  checkProviderId,
+  cordonIds,
+  FIELD_MANAGER,
+  otherCordons,
+  parseTaint,
+  TAINT_ANNOTATION,
+  taintIds,
+} from '../../../src/agent/kubernetes/node.js';
 import { KubernetesRuntime } from '../../../src/agent/kubernetes/runtime.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
 import { normalizeKubernetes } from '../../../src/agent/config.js';
@@ -23,6 +33,8 @@ function node(over: Partial<KubeNode> = {}): KubeNode {
     taints: [],
     providerID: `azure://${RESOURCE}`,
     ready: true,
+    unschedulableManagers: null,
+    aksEvent: null,
     ...over,
   };
 }
@@ -38,6 +50,7 @@ function pod(over: Partial<KubePod> = {}): KubePod {
     terminating: false,
     graceSeconds: 30,
     localStorage: false,
+    labels: {},
     ...over,
   };
 }
@@ -69,6 +82,26 @@ describe('kubernetes: cordon marks and taints', () => {
     assert.deepEqual(cordonIds(node({ annotations: { [CORDON_ANNOTATION]: 'a,b' } })), ['a', 'b']);
   });
 
+  it('reads the event ids of Forewarn’s taint from its own annotation', () => {
+    assert.deepEqual(
+      taintIds(node({ taints: [{ key: 'forewarn.io/maintenance', effect: 'NoSchedule' }] })),
+      [],
+      'a taint alone is not Forewarn’s',
+    );
+    assert.deepEqual(taintIds(node({ annotations: { [TAINT_ANNOTATION]: 'a' } })), ['a']);
+  });
+
+  it('names whoever else holds the node cordoned: other field managers of spec.unschedulable, AKS’s taint', () => {
+    assert.deepEqual(otherCordons(node({ unschedulable: true })), [], 'no managedFields: nothing to tell');
+    assert.deepEqual(otherCordons(node({ unschedulableManagers: [FIELD_MANAGER] })), []);
+    assert.deepEqual(otherCordons(node({ unschedulableManagers: [FIELD_MANAGER, 'kubectl', 'kubectl'] })), ['field manager kubectl']);
+    assert.deepEqual(otherCordons(node({ taints: [{ key: 'remediator.kubernetes.azure.com/unschedulable', effect: 'NoSchedule' }] })), [
+      'AKS node auto-drain (taint remediator.kubernetes.azure.com/unschedulable)',
+    ]);
+    assert.equal(aksAtWork(node({ aksEvent: 'Freeze' })), true);
+    assert.equal(aksAtWork(node()), false);
+  });
+
   it('parses key=value:Effect with {type}, and refuses anything else', () => {
     assert.deepEqual(parseTaint('forewarn.io/maintenance={type}:NoSchedule', 'Reboot'), {
       key: 'forewarn.io/maintenance',
@@ -88,6 +121,21 @@ describe('kubernetes: which pods a drain leaves', () => {
     assert.match(skipReason(pod({ finished: true }), 'evict')!, /finished/);
     assert.equal(skipReason(pod({ localStorage: true }), 'evict'), null);
     assert.match(skipReason(pod({ localStorage: true }), 'skip')!, /local storage/);
+  });
+
+  it('before a Freeze, only pods labelled for it: Forewarn’s label or AKS’s, any value, either spelling', () => {
+    const aks = pod({ labels: { 'remediator.kubernetes.azure.com/onFreeze': '' } });
+    assert.equal(optedInForFreeze(aks), true);
+    assert.equal(optedInForFreeze(pod({ labels: { 'remediator.kubernetes.azure.com/OnFreeze': '' } })), true);
+    assert.equal(optedInForFreeze(pod({ labels: { 'forewarn.io/evict-on-freeze': 'yes' } })), true);
+    assert.equal(optedInForFreeze(pod({ labels: { app: 'web' } })), false);
+    assert.equal(skipReason(aks, 'evict', 'freeze-opt-in'), null);
+    assert.match(skipReason(pod(), 'evict', 'freeze-opt-in')!, /not labelled for eviction on a Freeze/);
+    assert.match(
+      skipReason({ ...aks, ownerKinds: ['DaemonSet'] }, 'evict', 'freeze-opt-in')!,
+      /DaemonSet/,
+      'the label moves no DaemonSet pod',
+    );
   });
 });
 

@@ -1,11 +1,13 @@
 // One kubernetes action's whole life on the runtime, against the fake API server: over budget when
 // no slot frees in time, the slot given back only once the node is Ready, a rerun after a restart
-// that neither waits again nor cordons twice, and a Freeze left alone.
+// that neither waits again nor cordons twice, and a Freeze left alone; the barrier's mark on the node,
+// taken off at recovery, and a barrier that cannot list the nodes, opened at the deadline.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { normalizeKubernetes } from '../../../src/agent/config.js';
-import type { KubeApi } from '../../../src/agent/kubernetes/api.js';
+import { KubeError, type KubeApi } from '../../../src/agent/kubernetes/api.js';
+import { PREPARED_ANNOTATION, VM_NAME_ANNOTATION } from '../../../src/agent/kubernetes/barrier.js';
 import { Budget } from '../../../src/agent/kubernetes/budget.js';
 import { KubernetesRuntime, type KubernetesStep } from '../../../src/agent/kubernetes/runtime.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
@@ -142,5 +144,118 @@ describe('kubernetes runtime', () => {
     const cordoned = kube.events({ node: r.node }).find((x) => x.reason === 'Cordoned')!;
     const stamped = Date.parse(String((cordoned.object as { firstTimestamp?: unknown }).firstTimestamp));
     assert.ok(stamped >= before - 1000 && stamped <= ahead() + 1000, `stamped ${new Date(stamped).toISOString()}`);
+  });
+
+  it('registers the node, marks it prepared once per event, and recovery takes the mark off', async () => {
+    const node = `rt-node-${++n}`;
+    kube.addNode({ name: node });
+    const runtime = new KubernetesRuntime({
+      api,
+      config: { ...normalizeKubernetes(), readyTimeoutSeconds: 5 },
+      nodeName: node,
+      metrics: new AgentMetrics({ defaultMetrics: false }),
+      log: quiet,
+      now: Date.now,
+      sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+    });
+    await runtime.register('vm-x');
+    const version = kube.node(node).metadata.resourceVersion;
+    await runtime.register('vm-x');
+    assert.equal(kube.node(node).metadata.resourceVersion, version, 'registered once: no second patch');
+    assert.equal(kube.node(node).metadata.annotations?.[VM_NAME_ANNOTATION], 'vm-x');
+    const e1 = event('E-MARK-1', 'Reboot', 600_000);
+    const e2 = event('E-MARK-2', 'Reboot', 600_000);
+    assert.equal(await runtime.markPrepared(e1, quiet), true);
+    assert.equal(await runtime.markPrepared(e1, quiet), true);
+    assert.equal(await runtime.markPrepared(e2, quiet), true);
+    assert.equal(kube.node(node).metadata.annotations?.[PREPARED_ANNOTATION], 'e-mark-1,e-mark-2');
+    let record: KubernetesRecord | undefined;
+    const step = (e: ScheduledEvent): KubernetesStep => ({
+      event: e,
+      signal: new AbortController().signal,
+      log: quiet,
+      record: () => record,
+      save: async (r) => {
+        record = r;
+        return true;
+      },
+    });
+    assert.deepEqual(await runtime.recover(step(e1)), { ok: true, error: null });
+    assert.equal(kube.node(node).metadata.annotations?.[PREPARED_ANNOTATION], 'e-mark-2');
+    assert.deepEqual(await runtime.recover(step(e2)), { ok: true, error: null });
+    assert.equal(kube.node(node).metadata.annotations?.[PREPARED_ANNOTATION], undefined, 'the last one off removes the annotation');
+  });
+
+  it('a barrier that cannot list the nodes waits until the deadline, then opens with a Warning', async () => {
+    const node = `rt-node-${++n}`;
+    kube.addNode({ name: node });
+    const forbidden: KubeApi = Object.assign(Object.create(null) as KubeApi, {
+      getNode: (name: string) => api.getNode(name),
+      patchNode: (name: string, ops: Parameters<KubeApi['patchNode']>[1]) => api.patchNode(name, ops),
+      createEvent: (e: Parameters<KubeApi['createEvent']>[0]) => api.createEvent(e),
+      listNodes: async () => {
+        throw new KubeError(403, 'cannot list the nodes labelled forewarn.io/agent=true: HTTP 403: forbidden');
+      },
+    });
+    const metrics = new AgentMetrics({ defaultMetrics: false });
+    const runtime = new KubernetesRuntime({
+      api: forbidden,
+      config: { ...normalizeKubernetes(), marginSeconds: 5 },
+      nodeName: node,
+      metrics,
+      log: quiet,
+      now: Date.now,
+      sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+    });
+    const warnings: string[] = [];
+    const log = {
+      ...quiet,
+      warn: (_: object, msg?: string) => warnings.push(String(msg)),
+      error: (_: object, msg?: string) => warnings.push(String(msg)),
+    };
+    // NotBefore in 7 s, margin 5 s: the deadline is 2 s away.
+    const e = { ...event('E-NOLIST', 'Reboot', 7_000), resources: ['vm-x', 'vm-y'] } as ScheduledEvent;
+    const started = Date.now();
+    const outcome = await runtime.awaitBarrier({ event: () => e, vmName: 'vm-x', signal: new AbortController().signal, log });
+    assert.equal(outcome, 'deadline');
+    assert.ok(Date.now() - started >= 1_500, 'waited for the deadline');
+    assert.deepEqual(warnings, [
+      'cannot list the nodes that run the agent; trying again',
+      'the deadline came before every node the event names was prepared: approving anyway',
+    ]);
+    assert.match(kube.node(node).metadata.annotations?.[PREPARED_ANNOTATION] ?? '', /e-nolist/, 'its own mark written all the same');
+    const warning = kube.events({ node }).find((x) => x.reason === 'BarrierDeadline');
+    assert.equal(warning?.type, 'Warning');
+    assert.match(warning?.message ?? '', /nodes it could not list/);
+    assert.equal(await metricValue(metrics, 'forewarn_agent_kubernetes_steps_total{step="barrier-deadline"}'), 1);
+  });
+
+  it('an event that names only this node opens the barrier at once, without listing', async () => {
+    const node = `rt-node-${++n}`;
+    kube.addNode({ name: node });
+    let listed = 0;
+    const counting: KubeApi = Object.assign(Object.create(null) as KubeApi, {
+      getNode: (name: string) => api.getNode(name),
+      patchNode: (name: string, ops: Parameters<KubeApi['patchNode']>[1]) => api.patchNode(name, ops),
+      listNodes: async (selector: string) => {
+        listed += 1;
+        return api.listNodes(selector);
+      },
+    });
+    const runtime = new KubernetesRuntime({
+      api: counting,
+      config: normalizeKubernetes(),
+      nodeName: node,
+      metrics: new AgentMetrics({ defaultMetrics: false }),
+      log: quiet,
+      now: Date.now,
+      sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+    });
+    const e = { ...event('E-ALONE', 'Reboot', 600_000), resources: ['VM-Z'] } as ScheduledEvent;
+    assert.equal(
+      await runtime.awaitBarrier({ event: () => e, vmName: 'vm-z', signal: new AbortController().signal, log: quiet }),
+      'complete',
+    );
+    assert.equal(listed, 0);
   });
 });

@@ -1,5 +1,7 @@
 // The patch formats PATCH takes: RFC 7386 merge patch (strategic merge patch is served the same way,
-// lists replaced whole, which is right for the fields the agent patches) and RFC 6902 JSON Patch.
+// lists replaced whole, which is right for the fields the agent patches) and RFC 6902 JSON Patch as
+// the API server's library (gopkg.in/evanphx/json-patch.v4) applies it. Any failure, a failed `test`
+// included, becomes the same 422 in rest.ts: the server does not pass the library's reason on.
 
 export class PatchError extends Error {
   /** A failed `test` op: the server answers 422 rather than 400. */
@@ -74,9 +76,21 @@ export function jsonPatch(doc: unknown, ops: unknown): unknown {
     const path = tokens(op.path, where);
     const value = op.value;
     switch (op.op) {
-      case 'test':
-        if (!equal(resolve(out, path, where), value)) throw new PatchError(`testing value ${String(op.path)} failed`, true);
+      case 'test': {
+        // As evanphx/json-patch (v4, the API server's): a missing member and null are the same
+        // "nothing", which a test with value null (or none) passes.
+        const parent = resolve(out, path.slice(0, -1), where);
+        const last = path[path.length - 1];
+        let found: unknown;
+        if (last === undefined) found = parent;
+        else if (Array.isArray(parent)) found = parent[index(parent, last, false, where)];
+        else if (isRecord(parent)) found = parent[last];
+        else throw new PatchError(`${where}: /${path.slice(0, -1).join('/')} is not an object or a list`);
+        const nothing = (x: unknown): boolean => x === undefined || x === null;
+        const passed = nothing(found) ? nothing(value) : !nothing(value) && equal(found, value);
+        if (!passed) throw new PatchError(`testing value ${String(op.path)} failed`, true);
         return;
+      }
       case 'add':
       case 'replace':
         if (op.op === 'replace') resolve(out, path, where);

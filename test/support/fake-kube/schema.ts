@@ -1,9 +1,13 @@
-// Manifest checks as strict as `kubectl apply --validate=strict` against a real API server. The schema
-// is @kubernetes/client-node's generated models (each V1* class's attributeTypeMap): an unknown field
-// (case matters) or a wrong type is a problem with its path. On top of that, the required fields and
-// rules a real server refuses an object without: names, containers' name and image, a DaemonSet's
-// selector matching its template, bindings' roleRef and subjects, rules' verbs, PDB bounds.
+// Manifest checks as strict as `kubectl apply --validate=strict` (fieldValidation=Strict) against a
+// real API server, for FakeKube.apply and the kinds only manifests create: each object is decoded as
+// the server decodes it (decode.ts: unknown fields, wrong types, bad times, by path), validated as the
+// server validates it (validation.ts: names, labels, annotations, the agent's kinds), and checked by
+// the rules below, which a real server also enforces but this fake words in its own way (README.md):
+// containers' name and image, a DaemonSet's selector matching its template, bindings' roleRef and
+// subjects, rules' verbs, PDB bounds, ConfigMap keys. Unlike the server, it lists every problem.
 import * as k8s from '@kubernetes/client-node';
+import { decode, type Model } from './decode.js';
+import { errorBody, isNamespacedKind, kindValidation, labelErrors, type FieldError } from './validation.js';
 
 export interface Problem {
   /** Dotted path from the object's root: `spec.template.spec.containers[0].image`. */
@@ -11,14 +15,6 @@ export interface Problem {
   message: string;
 }
 
-interface Attribute {
-  name: string;
-  baseName: string;
-  type: string;
-  format: string;
-}
-
-type Model = { getAttributeTypeMap(): Attribute[] };
 type Json = Record<string, unknown>;
 
 /** apiVersion/kind → the client-node model that is its schema. */
@@ -40,21 +36,7 @@ const MODELS: Record<string, string> = {
   'rbac.authorization.k8s.io/v1/RoleBinding': 'V1RoleBinding',
 };
 
-/** Fields the models type as strings that hold resource quantities, which JSON may also write as numbers. */
-const QUANTITIES = new Set([
-  'V1ResourceRequirements.limits',
-  'V1ResourceRequirements.requests',
-  'V1EmptyDirVolumeSource.sizeLimit',
-  'V1NodeStatus.capacity',
-  'V1NodeStatus.allocatable',
-  'V1PodSpec.overhead',
-]);
-const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$/;
-
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
 
 export function modelFor(apiVersion: unknown, kind: unknown): string | undefined {
@@ -81,50 +63,6 @@ function join(path: string, key: string): string {
   return path === '' ? key : `${path}.${key}`;
 }
 
-/** Walks `value` against the model type `type`, adding problems. */
-function walk(value: unknown, type: string, format: string, path: string, out: Problem[], quantity = false): void {
-  // null is "unset" on the wire, as YAML's empty values are.
-  if (value === null || value === undefined || type === 'any' || type === 'object') return;
-  const wrong = (expected: string): void => {
-    out.push({ field: path, message: `expected ${expected}, got ${describe(value)}` });
-  };
-  const array = /^Array<(.+)>$/.exec(type);
-  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
-  if (array) {
-    if (!Array.isArray(value)) return wrong('a list');
-    value.forEach((item, i) => walk(item, array[1]!, '', `${path}[${i}]`, out, quantity));
-  } else if (map) {
-    if (!isRecord(value)) return wrong('a mapping');
-    for (const [key, item] of Object.entries(value)) walk(item, map[1]!, '', join(path, key), out, quantity);
-  } else if (quantity && type === 'string') {
-    if (typeof value !== 'string' && typeof value !== 'number') return wrong('a quantity');
-    if (!QUANTITY.test(String(value))) out.push({ field: path, message: `invalid quantity ${JSON.stringify(value)}` });
-  } else if (type === 'string') {
-    if (typeof value !== 'string') wrong('string');
-  } else if (type === 'number') {
-    if (typeof value !== 'number' || !Number.isFinite(value)) wrong('number');
-    else if ((format === 'int32' || format === 'int64') && !Number.isInteger(value)) wrong('integer');
-  } else if (type === 'boolean') {
-    if (typeof value !== 'boolean') wrong('boolean');
-  } else if (type === 'Date' || type === 'V1MicroTime') {
-    if (typeof value !== 'string') wrong('a timestamp string');
-    else if (Number.isNaN(Date.parse(value))) out.push({ field: path, message: `invalid timestamp ${JSON.stringify(value)}` });
-  } else if (type === 'IntOrString') {
-    if (typeof value === 'number' ? !Number.isInteger(value) : typeof value !== 'string') wrong('integer or string');
-  } else {
-    const found = model(type);
-    if (found === undefined) return; // a type the models do not describe: accept it
-    if (!isRecord(value)) return wrong('a mapping');
-    const attributes = found.getAttributeTypeMap();
-    for (const [key, item] of Object.entries(value)) {
-      const attribute = attributes.find((a) => a.baseName === key);
-      if (attribute === undefined) out.push({ field: join(path, key), message: 'unknown field' });
-      else walk(item, attribute.type, attribute.format, join(path, key), out, QUANTITIES.has(`${type}.${key}`));
-    }
-    RULES[type]?.(value, path, out);
-  }
-}
-
 function at(object: unknown, path: string): unknown {
   let v = object;
   for (const part of path.split('.')) v = isRecord(v) ? v[part] : undefined;
@@ -136,21 +74,6 @@ function required(object: Json, key: string, path: string, out: Problem[], what 
   const empty = v === undefined || v === null || v === '' || (Array.isArray(v) && v.length === 0);
   if (empty) out.push({ field: join(path, key), message: what });
   return !empty;
-}
-
-function labelProblems(labels: unknown, path: string, out: Problem[]): void {
-  if (!isRecord(labels)) return;
-  for (const [key, value] of Object.entries(labels)) {
-    const slash = key.lastIndexOf('/');
-    const prefix = slash >= 0 ? key.slice(0, slash) : '';
-    const name = key.slice(slash + 1);
-    if ((slash >= 0 && !DNS_SUBDOMAIN.test(prefix)) || name.length > 63 || !LABEL_NAME.test(name)) {
-      out.push({ field: join(path, key), message: `invalid label key ${JSON.stringify(key)}` });
-    }
-    if (typeof value === 'string' && (value.length > 63 || !LABEL_VALUE.test(value))) {
-      out.push({ field: join(path, key), message: `invalid label value ${JSON.stringify(value)}` });
-    }
-  }
 }
 
 function containerProblems(list: unknown, path: string, out: Problem[], names: Set<string>): void {
@@ -168,13 +91,10 @@ function containerProblems(list: unknown, path: string, out: Problem[], names: S
   });
 }
 
-/** Checks beyond field types, run where the walk meets an object of that model. */
+/** Rules run wherever the object holds a model of that name. */
 const RULES: Record<string, (object: Json, path: string, out: Problem[]) => void> = {
-  V1ObjectMeta(meta, path, out) {
-    labelProblems(meta.labels, join(path, 'labels'), out);
-  },
   V1LabelSelector(selector, path, out) {
-    labelProblems(selector.matchLabels, join(path, 'matchLabels'), out);
+    for (const e of labelErrors(selector.matchLabels, join(path, 'matchLabels'))) out.push({ field: e.field, message: errorBody(e) });
   },
   V1PodSpec(spec, path, out) {
     const names = new Set<string>();
@@ -225,32 +145,6 @@ const RULES: Record<string, (object: Json, path: string, out: Problem[]) => void
     }
   },
 };
-
-function nameProblems(object: Json, kind: string, allowGenerateName: boolean, out: Problem[]): void {
-  const meta = isRecord(object.metadata) ? object.metadata : {};
-  const name = meta.name;
-  if (name === undefined || name === null || name === '') {
-    if (!(allowGenerateName && typeof meta.generateName === 'string' && meta.generateName !== '')) {
-      out.push({ field: 'metadata.name', message: 'Required value: name or generateName is required' });
-    }
-    return;
-  }
-  if (typeof name !== 'string') return; // the walk reported its type
-  if (kind.startsWith('rbac.authorization.k8s.io/')) {
-    // RBAC objects may be named like `system:forewarn`: any valid path segment.
-    if (name === '.' || name === '..' || /[/%]/.test(name))
-      out.push({ field: 'metadata.name', message: `invalid value ${JSON.stringify(name)}` });
-    return;
-  }
-  const pattern = kind === 'v1/Namespace' ? DNS_LABEL : DNS_SUBDOMAIN;
-  const limit = kind === 'v1/Namespace' ? 63 : 253;
-  if (name.length > limit || !pattern.test(name)) {
-    out.push({
-      field: 'metadata.name',
-      message: `invalid value ${JSON.stringify(name)}: must be a lowercase RFC 1123 ${kind === 'v1/Namespace' ? 'label' : 'subdomain'}`,
-    });
-  }
-}
 
 function percentOrCount(value: unknown, field: string, out: Problem[]): void {
   if (typeof value === 'number' && value < 0) out.push({ field, message: `invalid value ${value}: must be greater than or equal to 0` });
@@ -345,20 +239,6 @@ const KIND_RULES: Record<string, (object: Json, out: Problem[]) => void> = {
       }
     }
   },
-  'v1/Event'(object, out) {
-    // A cluster-scoped object's events live in "default"; a namespaced object's in its own namespace.
-    const namespace = at(object, 'metadata.namespace');
-    const involved = at(object, 'involvedObject.namespace') ?? '';
-    if (involved === '' ? namespace !== 'default' && namespace !== undefined : involved !== namespace) {
-      out.push({ field: 'involvedObject.namespace', message: `invalid value ${JSON.stringify(involved)}: does not match event.namespace` });
-    }
-  },
-  'events.k8s.io/v1/Event'(object, out) {
-    for (const key of ['eventTime', 'reportingController', 'reportingInstance', 'action', 'reason']) required(object, key, '', out);
-    if (object.type !== 'Normal' && object.type !== 'Warning') {
-      out.push({ field: 'type', message: `unsupported value ${JSON.stringify(object.type)}: must be "Normal" or "Warning"` });
-    }
-  },
 };
 
 function bindingProblems(object: Json, namespaced: boolean, out: Problem[]): void {
@@ -377,25 +257,64 @@ function bindingProblems(object: Json, namespaced: boolean, out: Problem[]): voi
   });
 }
 
-export interface CheckOptions {
-  /** Creates through the API may leave the name to `metadata.generateName`. */
-  allowGenerateName?: boolean;
-}
-
-/** Every problem with one object, by path; empty when a real server (with strict field validation) would take it. */
-export function objectProblems(object: unknown, options: CheckOptions = {}): Problem[] {
+/** Every problem with one manifest, by path; empty when a real server (fieldValidation=Strict) would take it. */
+export function objectProblems(object: unknown): Problem[] {
   if (!isRecord(object)) return [{ field: '', message: `expected a mapping, got ${describe(object)}` }];
   const out: Problem[] = [];
   if (typeof object.apiVersion !== 'string' || object.apiVersion === '') out.push({ field: 'apiVersion', message: 'Required value' });
   if (typeof object.kind !== 'string' || object.kind === '') out.push({ field: 'kind', message: 'Required value' });
   if (out.length > 0) return out;
-  const kind = `${String(object.apiVersion)}/${String(object.kind)}`;
+  const apiVersion = String(object.apiVersion);
+  const kindName = String(object.kind);
+  const kind = `${apiVersion}/${kindName}`;
   const className = MODELS[kind];
   if (className === undefined) return [{ field: 'kind', message: `${kind} is not a kind this server serves` }];
-  walk(object, className, '', '', out);
-  if (object.kind !== 'Eviction') nameProblems(object, kind, options.allowGenerateName ?? false, out);
-  KIND_RULES[kind]?.(object, out);
+  const decoded = decode(object, className);
+  out.push(...decoded.issues);
+  const checked = decoded.object;
+  // An Eviction is not stored: it has no rules of its own.
+  if (kindName !== 'Eviction') {
+    // kubectl fills in the namespace of its context.
+    const meta = isRecord(checked.metadata) ? checked.metadata : {};
+    if (isNamespacedKind(apiVersion, kindName) && (meta.namespace === undefined || meta.namespace === '')) {
+      checked.metadata = { ...meta, namespace: 'default' };
+    }
+    for (const e of kindValidation(apiVersion, kindName).create(checked)) out.push({ field: e.field, message: errorBody(e) });
+  }
+  rulesAt(checked, className, '', out);
+  KIND_RULES[kind]?.(checked, out);
   return out;
+}
+
+/** This file's own rules (not decoding, not validation.ts) as 422 causes, for writes through the API. */
+export function manifestRuleErrors(object: Json): FieldError[] {
+  const kind = `${String(object.apiVersion)}/${String(object.kind)}`;
+  const className = MODELS[kind];
+  if (className === undefined) return [];
+  const out: Problem[] = [];
+  rulesAt(object, className, '', out);
+  KIND_RULES[kind]?.(object, out);
+  return out.map((p) => ({ type: 'FieldValueInvalid', field: p.field, detail: '', body: p.message }));
+}
+
+/** Runs RULES wherever the object holds a model that has some. */
+function rulesAt(value: unknown, type: string, path: string, out: Problem[]): void {
+  if (value === null || value === undefined) return;
+  const array = /^Array<(.+)>$/.exec(type);
+  const map = /^\{ \[key: string\]: (.+); \}$/.exec(type);
+  if (array) {
+    if (Array.isArray(value)) value.forEach((item, i) => rulesAt(item, array[1]!, `${path}[${i}]`, out));
+    return;
+  }
+  if (map) {
+    if (isRecord(value)) for (const [key, item] of Object.entries(value)) rulesAt(item, map[1]!, join(path, key), out);
+    return;
+  }
+  const found = model(type);
+  if (found === undefined || !isRecord(value)) return;
+  for (const attribute of found.getAttributeTypeMap())
+    rulesAt(value[attribute.baseName], attribute.type, join(path, attribute.baseName), out);
+  RULES[type]?.(value, path, out);
 }
 
 /** The object as messages name it: `DaemonSet forewarn-agent`, or `document N` when it has no name. */

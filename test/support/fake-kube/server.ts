@@ -1,10 +1,12 @@
 // An in-process fake Kubernetes API server, for tests: no real one runs on these machines. It speaks
 // the REST dialect @kubernetes/client-node uses (standard paths, JSON bodies shaped as the real API's,
 // Status objects on errors) for what Forewarn's agent touches: nodes (get, patch), pods (list, delete)
-// and their Eviction with PodDisruptionBudgets, events, Leases; and the kinds of the agent's manifests,
-// checked against client-node's schema. Pods terminate, come back through their controllers and turn
+// and their Eviction with PodDisruptionBudgets, events, Leases; and the kinds of the agent's manifests.
+// It refuses what kube-apiserver refuses, as it answers (README.md: decoding, times, validation,
+// concurrency, patches, each rule cited). Pods terminate, come back through their controllers and turn
 // Ready on short timers, so budgets free up as on a cluster. RBAC is enforced when asked, and every
-// request's permission is recorded, so a test can hold the manifests' ClusterRole to what was used.
+// request's permission is recorded, so a test can hold the manifests' ClusterRole to what was used;
+// every request is recorded with its body and the warnings answered.
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -49,6 +51,14 @@ export interface RequestRecord {
   status: number;
   /** The bearer token sent, if any (any is accepted). */
   token: string | null;
+  /** The Content-Type sent, as sent ('' when none). */
+  contentType: string;
+  /** The body as sent ('' when none): what a test checks the client wrote. */
+  body: string;
+  /** The Warning headers answered (unknown fields under fieldValidation=Warn), their text only. */
+  warnings: string[];
+  /** metadata.resourceVersion of the answer (the object written or read, or the list), or null. */
+  resourceVersion: string | null;
 }
 
 export interface EvictionRecord {
@@ -414,8 +424,9 @@ export class FakeKube {
     const method = req.method ?? 'GET';
     let reply: Reply;
     let eviction: Omit<EvictionRecord, 'status'> | null = null;
+    let text = '';
     try {
-      const text = await readBody(req);
+      text = await readBody(req);
       const route = parsePath(url.pathname);
       if (!('problem' in route) && route.subresource === 'eviction') {
         const pod = this.#store.get(PODS, route.namespace, route.name!);
@@ -429,8 +440,25 @@ export class FakeKube {
           ? { status: err.code, body: err.toStatus() }
           : { status: 500, body: failureStatus(500, 'InternalError', `fake API server: ${(err as Error).message}`) };
     }
-    this.requests.push({ method, path: url.pathname, query: url.search, status: reply.status, token: bearer(req.headers.authorization) });
+    const warnings = reply.warnings ?? [];
+    this.requests.push({
+      method,
+      path: url.pathname,
+      query: url.search,
+      status: reply.status,
+      token: bearer(req.headers.authorization),
+      contentType: String(req.headers['content-type'] ?? ''),
+      body: text,
+      warnings,
+      resourceVersion: answerVersion(reply.body),
+    });
     if (eviction) this.evictions.push({ ...eviction, status: reply.status });
+    // As k8s.io/apiserver's warning recorder writes them: RFC 7234 warn-code 299, no agent, the text quoted.
+    if (warnings.length > 0)
+      res.setHeader(
+        'Warning',
+        warnings.map((w) => `299 - ${JSON.stringify(w)}`),
+      );
     res.writeHead(reply.status, { 'content-type': 'application/json' });
     res.end(method === 'HEAD' ? undefined : JSON.stringify(reply.body));
   }
@@ -463,11 +491,12 @@ export class FakeKube {
     };
     this.#used.set(permissionKey(permission), permission);
     let body: unknown;
+    let parseError: string | undefined;
     if (text.trim() !== '') {
       try {
         body = JSON.parse(text);
       } catch (err) {
-        throw new KubeStatusError(400, 'BadRequest', `the request body is not JSON: ${(err as Error).message}`);
+        parseError = (err as Error).message;
       }
     }
     const fault = await this.#fault({ method, path: url.pathname, query: url.searchParams, permission, name: route.name, body });
@@ -480,17 +509,23 @@ export class FakeKube {
         kind: type.resource,
       });
     }
+    const write = {
+      body,
+      query: url.searchParams,
+      contentType: contentType.split(';')[0]!.trim().toLowerCase(),
+      ...(parseError !== undefined ? { parseError } : {}),
+    };
     switch (verb) {
       case 'list':
         return this.#rest.list(route, url.searchParams);
       case 'get':
         return this.#rest.get(route);
       case 'create':
-        return route.subresource === 'eviction' ? this.#rest.evict(route, body) : this.#rest.create(route, body);
+        return route.subresource === 'eviction' ? this.#rest.evict(route, write) : this.#rest.create(route, write);
       case 'update':
-        return this.#rest.update(route, body);
+        return this.#rest.update(route, write);
       case 'patch':
-        return this.#rest.patch(route, contentType.split(';')[0]!.trim().toLowerCase(), body);
+        return this.#rest.patch(route, write);
       case 'delete':
         return this.#rest.delete(route, body, url.searchParams);
       case 'watch':
@@ -521,6 +556,11 @@ export class FakeKube {
       roleBindings: all('rolebindings'),
     };
   }
+}
+
+function answerVersion(body: unknown): string | null {
+  const meta = (body as { metadata?: { resourceVersion?: unknown } } | null)?.metadata;
+  return typeof meta?.resourceVersion === 'string' ? meta.resourceVersion : null;
 }
 
 /** Starts a fake API server on 127.0.0.1 at a free port. */

@@ -1,5 +1,6 @@
 // Errors as the API server sends them: a metav1 Status object with the HTTP code, reason and message
 // a real server would use, so client-node's ApiException carries what the agent sees on a cluster.
+import { aggregate, errorBody, type FieldError } from './validation.js';
 
 export interface StatusCause {
   reason?: string;
@@ -30,7 +31,17 @@ export class KubeStatusError extends Error {
 }
 
 export function failureStatus(code: number, reason: string, message: string, details?: StatusDetails): Record<string, unknown> {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
+  // metav1.Status: an empty reason (StatusReasonUnknown) is left out, as omitempty leaves it.
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    ...(reason !== '' ? { reason } : {}),
+    ...(details ? { details } : {}),
+    code,
+  };
 }
 
 export function successStatus(code: number, details?: StatusDetails): Record<string, unknown> {
@@ -89,13 +100,37 @@ export function badRequest(message: string): KubeStatusError {
   return new KubeStatusError(400, 'BadRequest', message);
 }
 
-/** 422 as a real server words it: `Kind "name" is invalid: field: problem, field: problem`. */
-export function invalid(kind: string, group: string, name: string, problems: { field: string; message: string }[]): KubeStatusError {
-  const text = problems.map((p) => `${p.field}: ${p.message}`).join(', ');
-  return new KubeStatusError(422, 'Invalid', `${kind} "${name}" is invalid: ${text}`, {
-    name,
-    group,
-    kind,
-    causes: problems.map((p) => ({ reason: 'FieldValueInvalid', message: p.message, field: p.field })),
+/**
+ * errors.NewInvalid: 422 `Kind.group "name" is invalid: field: body` (several errors as `[a, b]`), each
+ * error a cause. `kind` is the group-qualified kind's Kind (for the store's own checks, the resource).
+ */
+export function invalid(kind: string, group: string, name: string, errors: FieldError[]): KubeStatusError {
+  const qualifiedKind = group === '' ? kind : `${kind}.${group}`;
+  const message =
+    errors.length === 0 ? `${qualifiedKind} "${name}" is invalid` : `${qualifiedKind} "${name}" is invalid: ${aggregate(errors)}`;
+  return new KubeStatusError(422, 'Invalid', message, {
+    ...(name !== '' ? { name } : {}),
+    ...(group !== '' ? { group } : {}),
+    ...(kind !== '' ? { kind } : {}),
+    causes: errors.map((e) => ({ reason: e.type, message: errorBody(e), field: e.field })),
   });
+}
+
+/** errors.NewGenericServerResponse(422, …): what a JSON patch that does not apply gets, its reason dropped. */
+export function patchNotApplied(): KubeStatusError {
+  return new KubeStatusError(422, 'Invalid', 'the server rejected our request due to an error in our request', {});
+}
+
+/** An error that is no Status (e.g. from storage): 500 with the error's text and no reason. */
+export function internalError(message: string): KubeStatusError {
+  return new KubeStatusError(500, '', message);
+}
+
+/** negotiation.NewUnsupportedMediaTypeError. */
+export function unsupportedMediaType(accepted: string[]): KubeStatusError {
+  return new KubeStatusError(
+    415,
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: ${accepted.join(', ')}`,
+  );
 }

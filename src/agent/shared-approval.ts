@@ -1,0 +1,28 @@
+// One approval starts an event for every VM in its Resources (SPEC §1). A rule that prepares this VM
+// (exec, http) and then approves may so start maintenance on VMs still preparing, unless something
+// shared makes every named VM wait for the others: the kubernetes action's barrier does; outside
+// Kubernetes nothing does yet. Such rules are named at start, so the risk is a decision, not a surprise.
+import type { Rule } from './types.js';
+
+/** A rule that may approve an event naming several VMs with nothing to wait on, and why that is unsafe. */
+export interface SharedApprovalRisk {
+  rule: string;
+  message: string;
+}
+
+export function sharedApprovalRisks(rules: readonly Rule[]): SharedApprovalRisk[] {
+  return rules
+    .filter(
+      (r) =>
+        r.approval !== 'never' &&
+        r.actions.some((a) => a.type === 'exec' || a.type === 'http') &&
+        !r.actions.some((a) => a.type === 'kubernetes'),
+    )
+    .map((r) => ({
+      rule: r.name,
+      message:
+        `rule '${r.name}' approves once this VM is prepared, but an event may name several VMs and one approval starts it for all of them, ` +
+        'ready or not, and no shared store lets this agent wait for the others. Where that matters, give those events a rule with ' +
+        'approval: never: every VM then prepares within the full notice and the event starts at NotBefore (docs/agent.md)',
+    }));
+}
