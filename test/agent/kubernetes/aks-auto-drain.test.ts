@@ -19,6 +19,7 @@ import { AgentMetrics } from '../../../src/agent/metrics.js';
 import type { KubernetesAction, KubernetesRecord } from '../../../src/agent/types.js';
 import type { ScheduledEvent } from '../../../src/client/index.js';
 import { agentApi } from '../../support/fake-kube/client.js';
+import { DRAIN_ACTION, runtimeRig } from './runtime-rig.js';
 import { startFakeKube, type FakeKube } from '../../support/fake-kube/server.js';
 
 let kube: FakeKube;
@@ -114,36 +115,8 @@ describe('Forewarn never undoes AKS’s cordon or taint', () => {
 });
 
 describe('the per-pod opt-in to eviction on a Freeze', () => {
-  const ACTION: KubernetesAction = { type: 'kubernetes', name: 'drain', drain: true, timeoutSeconds: 60 };
-  const quiet = { info() {}, warn() {}, error() {} };
-
-  function rig() {
-    const node = freshNode();
-    const runtime = new KubernetesRuntime({
-      api,
-      config: {
-        ...normalizeKubernetes(),
-        budget: { slots: 1, namespace: 'forewarn', name: `freeze-${n}`, leaseDurationSeconds: 60, minPrepareSeconds: 2 },
-      },
-      nodeName: node,
-      metrics: new AgentMetrics({ defaultMetrics: false }),
-      log: quiet,
-      now: Date.now,
-      sleep: (ms, signal) => sleep(ms, undefined, { signal }),
-    });
-    let record: KubernetesRecord | undefined;
-    const step = (event: ScheduledEvent): KubernetesStep => ({
-      event,
-      signal: new AbortController().signal,
-      log: quiet,
-      record: () => record,
-      save: async (r) => {
-        record = structuredClone(r);
-        return true;
-      },
-    });
-    return { node, runtime, step, record: () => record };
-  }
+  const ACTION = DRAIN_ACTION;
+  const rig = () => runtimeRig({ api, node: freshNode(), budgetName: `freeze-${n}` });
   const event = (id: string, type: string): ScheduledEvent =>
     ({
       id,

@@ -11,9 +11,10 @@ import { PREPARED_ANNOTATION, VM_NAME_ANNOTATION } from '../../../src/agent/kube
 import { Budget } from '../../../src/agent/kubernetes/budget.js';
 import { KubernetesRuntime, type KubernetesStep } from '../../../src/agent/kubernetes/runtime.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
-import type { KubernetesAction, KubernetesRecord } from '../../../src/agent/types.js';
+import type { KubernetesRecord } from '../../../src/agent/types.js';
 import type { ScheduledEvent } from '../../../src/client/index.js';
 import { agentApi } from '../../support/fake-kube/client.js';
+import { DRAIN_ACTION, quiet, runtimeRig } from './runtime-rig.js';
 import { startFakeKube, type FakeKube } from '../../support/fake-kube/server.js';
 
 let kube: FakeKube;
@@ -25,40 +26,14 @@ before(async () => {
 });
 after(() => kube.close());
 
-const ACTION: KubernetesAction = { type: 'kubernetes', name: 'drain', drain: true, timeoutSeconds: 60 };
-const quiet = { info() {}, warn() {}, error() {} };
+const ACTION = DRAIN_ACTION;
 let n = 0;
 
 function rig(budgetName: string, minPrepareSeconds = 2, now: () => number = Date.now) {
   const node = `rt-node-${++n}`;
   kube.addNode({ name: node });
   kube.addNode({ name: `${node}-spare` });
-  const metrics = new AgentMetrics({ defaultMetrics: false });
-  const runtime = new KubernetesRuntime({
-    api,
-    config: {
-      ...normalizeKubernetes(),
-      readyTimeoutSeconds: 30,
-      budget: { slots: 1, namespace: 'forewarn', name: budgetName, leaseDurationSeconds: 60, minPrepareSeconds },
-    },
-    nodeName: node,
-    metrics,
-    log: quiet,
-    now,
-    sleep: (ms, signal) => sleep(ms, undefined, { signal }),
-  });
-  let record: KubernetesRecord | undefined;
-  const step = (event: ScheduledEvent): KubernetesStep => ({
-    event,
-    signal: new AbortController().signal,
-    log: quiet,
-    record: () => record,
-    save: async (r) => {
-      record = structuredClone(r);
-      return true;
-    },
-  });
-  return { node, metrics, runtime, step, record: () => record };
+  return runtimeRig({ api, node, budgetName, minPrepareSeconds, now, readyTimeoutSeconds: 30 });
 }
 
 const event = (id: string, type: string, notBeforeInMs: number): ScheduledEvent =>
