@@ -9,14 +9,10 @@
 // Forewarn never undoes AKS's cordon or taint, and offers the same per-pod opt-in for a Freeze.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { normalizeKubernetes } from '../../../src/agent/config.js';
 import type { KubeApi } from '../../../src/agent/kubernetes/api.js';
 import { FREEZE_OPT_IN_LABELS } from '../../../src/agent/kubernetes/drain.js';
 import { AKS_CONDITION, AKS_TAINT_KEYS, CORDON_ANNOTATION, cordon, FIELD_MANAGER, uncordon } from '../../../src/agent/kubernetes/node.js';
-import { KubernetesRuntime, type KubernetesStep } from '../../../src/agent/kubernetes/runtime.js';
-import { AgentMetrics } from '../../../src/agent/metrics.js';
-import type { KubernetesAction, KubernetesRecord } from '../../../src/agent/types.js';
+import type { KubernetesAction } from '../../../src/agent/types.js';
 import type { ScheduledEvent } from '../../../src/client/index.js';
 import { agentApi } from '../../support/fake-kube/client.js';
 import { DRAIN_ACTION, runtimeRig } from './runtime-rig.js';
@@ -172,43 +168,32 @@ describe('the per-pod opt-in to eviction on a Freeze', () => {
 
 describe('recovery next to AKS', () => {
   it('says so, in an Event on the node, when the node stays cordoned for AKS', async () => {
-    const node = freshNode();
-    const quiet = { info() {}, warn() {}, error() {} };
-    const runtime = new KubernetesRuntime({
+    const {
+      node,
+      runtime,
+      step: stepFor,
+      record: recorded,
+    } = runtimeRig({
       api,
-      config: { ...normalizeKubernetes(), taint: 'forewarn.io/maintenance={type}:NoSchedule' },
-      nodeName: node,
-      metrics: new AgentMetrics({ defaultMetrics: false }),
-      log: quiet,
-      now: Date.now,
-      sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+      node: freshNode(),
+      budgetName: 'unused',
+      overrides: { taint: 'forewarn.io/maintenance={type}:NoSchedule', budget: null },
     });
-    let record: KubernetesRecord | undefined;
-    const e = {
+    const step = stepFor({
       id: 'E-KEPT',
       type: 'Redeploy',
       status: 'Scheduled',
       notBefore: new Date(Date.now() + 600_000),
       resources: [],
-    } as unknown as ScheduledEvent;
-    const step: KubernetesStep = {
-      event: e,
-      signal: new AbortController().signal,
-      log: quiet,
-      record: () => record,
-      save: async (r) => {
-        record = structuredClone(r);
-        return true;
-      },
-    };
+    } as unknown as ScheduledEvent);
     const cordonOnly: KubernetesAction = { type: 'kubernetes', name: 'cordon', drain: false, timeoutSeconds: 60 };
     assert.deepEqual(await runtime.prepare(cordonOnly, step), { ok: true, error: null });
-    assert.deepEqual(record, { node, cordoned: true, slot: null, overBudget: false, taintPlaced: true });
+    assert.deepEqual(recorded(), { node, cordoned: true, slot: null, overBudget: false, taintPlaced: true });
     kube.patchNode(node, { spec: { taints: [...kube.node(node).spec.taints!, AKS_TAINT] } });
     assert.deepEqual(await runtime.recover(step), { ok: true, error: null });
     assert.equal(kube.node(node).spec.unschedulable, true);
     assert.deepEqual(kube.node(node).spec.taints, [AKS_TAINT]);
-    assert.deepEqual(record, { node, cordoned: false, slot: null, overBudget: false, taintPlaced: false });
+    assert.deepEqual(recorded(), { node, cordoned: false, slot: null, overBudget: false, taintPlaced: false });
     const kept = kube.events({ node, reason: 'CordonKept' });
     assert.equal(kept.length, 1);
     assert.match(kept[0]!.message, /stays cordoned by AKS node auto-drain \(taint remediator\.kubernetes\.azure\.com\/unschedulable\)/);

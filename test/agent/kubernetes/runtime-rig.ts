@@ -5,7 +5,7 @@ import { normalizeKubernetes } from '../../../src/agent/config.js';
 import type { KubeApi } from '../../../src/agent/kubernetes/api.js';
 import { KubernetesRuntime, type KubernetesStep } from '../../../src/agent/kubernetes/runtime.js';
 import { AgentMetrics } from '../../../src/agent/metrics.js';
-import type { KubernetesAction, KubernetesRecord } from '../../../src/agent/types.js';
+import type { KubernetesAction, KubernetesConfig, KubernetesRecord } from '../../../src/agent/types.js';
 import type { ScheduledEvent } from '../../../src/client/index.js';
 
 export const DRAIN_ACTION: KubernetesAction = { type: 'kubernetes', name: 'drain', drain: true, timeoutSeconds: 60 };
@@ -18,6 +18,8 @@ export interface RigOptions {
   minPrepareSeconds?: number;
   readyTimeoutSeconds?: number;
   now?: () => number;
+  /** Settings over the rig's (a taint, no budget). */
+  overrides?: Partial<KubernetesConfig>;
 }
 
 export function runtimeRig(o: RigOptions) {
@@ -34,6 +36,7 @@ export function runtimeRig(o: RigOptions) {
         leaseDurationSeconds: 60,
         minPrepareSeconds: o.minPrepareSeconds ?? 2,
       },
+      ...o.overrides,
     },
     nodeName: o.node,
     metrics,
