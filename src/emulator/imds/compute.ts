@@ -8,15 +8,21 @@ function instanceId(name: string): string {
   return /_(\d+)$/.exec(name)?.[1] ?? name;
 }
 
-export function computeMetadata(vm: Vm): MetadataNode {
-  const s = vm.instance;
-  const subscriptionId = s.subscriptionId ?? D.subscriptionId;
-  const resourceGroupName = s.resourceGroup ?? D.resourceGroup;
-  const osType = s.osType ?? D.osType;
-  const image = DEFAULT_IMAGES[osType];
+/** Where the VM sits in ARM: compute's ids, and the managed identity's `xms_mirid`. */
+export function armIdsOf(vm: Vm): { subscriptionId: string; resourceGroupName: string; scaleSetId: string; resourceId: string } {
+  const subscriptionId = vm.instance.subscriptionId ?? D.subscriptionId;
+  const resourceGroupName = vm.instance.resourceGroup ?? D.resourceGroup;
   const group = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroupName}/providers/Microsoft.Compute`;
   const scaleSetId = vm.scaleSet === null ? '' : `${group}/virtualMachineScaleSets/${vm.scaleSet}`;
   const resourceId = vm.scaleSet === null ? `${group}/virtualMachines/${vm.name}` : `${scaleSetId}/virtualMachines/${instanceId(vm.name)}`;
+  return { subscriptionId, resourceGroupName, scaleSetId, resourceId };
+}
+
+export function computeMetadata(vm: Vm): MetadataNode {
+  const s = vm.instance;
+  const { subscriptionId, resourceGroupName, scaleSetId, resourceId } = armIdsOf(vm);
+  const osType = s.osType ?? D.osType;
+  const image = DEFAULT_IMAGES[osType];
   const tags = Object.entries(s.tags ?? {});
   const osDiskName = `${vm.name}_OsDisk`;
   const no = 'false';

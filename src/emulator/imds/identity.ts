@@ -2,7 +2,8 @@
 import type { Fleet, Vm } from '../engine/fleet.js';
 
 /** The prefixed form of a path, for error messages: `/vms/NAME` + this. */
-export type ImdsPath = '/metadata/scheduledevents' | `/metadata/instance${string}` | '/metadata/versions';
+export type ImdsPath =
+  '/metadata/scheduledevents' | `/metadata/instance${string}` | '/metadata/versions' | '/metadata/identity/oauth2/token';
 
 /** Looks up the VM behind each request; allocates nothing once a VM is known (this is the hot path). */
 export class Identifier {

@@ -1,4 +1,4 @@
-// The IMDS HTTP surface: Scheduled Events and instance metadata.
+// The IMDS HTTP surface: Scheduled Events, instance metadata and managed identity tokens.
 import type { Socket } from 'node:net';
 import {
   fastify,
@@ -17,6 +17,7 @@ import type { ImdsContext } from '../context.js';
 import { EngineError } from '../engine/errors.js';
 import type { Fault } from './faults.js';
 import { answerInstance, instanceMetadata } from './instance.js';
+import { checkIdentityApiVersion, IDENTITY_ERROR_BODIES, TokenIssuer } from './managed-identity.js';
 import { versionsBody } from '../../protocol/instance-metadata.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 import { ifNoneMatchHits } from '../../protocol/etag.js';
@@ -47,12 +48,17 @@ export interface ImdsServerOptions {
 const EVENTS: ImdsPath = '/metadata/scheduledevents';
 const INSTANCE: ImdsPath = '/metadata/instance';
 const VERSIONS: ImdsPath = '/metadata/versions';
+const IDENTITY_TOKEN: ImdsPath = '/metadata/identity/oauth2/token';
 const TEXT_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
 /** What each known path takes, for 405 answers to the rest. */
 const KNOWN_PATHS: readonly { pattern: RegExp; allow: string; methods: ReadonlySet<string> }[] = [
   { pattern: /^(?:\/vms\/[^/]+)?\/metadata\/scheduledevents$/, allow: 'GET, POST', methods: new Set(['GET', 'POST']) },
-  { pattern: /^(?:\/vms\/[^/]+)?\/metadata\/(?:instance(?:\/.*)?|versions)$/, allow: 'GET', methods: new Set(['GET']) },
+  {
+    pattern: /^(?:\/vms\/[^/]+)?\/metadata\/(?:instance(?:\/.*)?|versions|identity\/oauth2\/token\/?)$/,
+    allow: 'GET',
+    methods: new Set(['GET']),
+  },
 ];
 
 /** Longer than common clients' idle timeouts (undici 4 s), so the server is not the side that races a reuse. */
@@ -69,6 +75,7 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   pinTickObjectShape();
   const identifier = new Identifier(engine.fleet);
   const callers = new Callers(engine, identifier, rateLimiter);
+  const tokens = new TokenIssuer();
 
   const app = fastify({
     logger: (options.logger ?? false) as FastifyServerOptions['logger'],
@@ -215,6 +222,25 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     reply.code(200).header('content-type', TEXT_CONTENT_TYPE).send(answer.body);
   }
 
+  /**
+   * [imds] A request without `Metadata: true` gets the identity endpoint's own 400, as @azure/identity's
+   * probe (no header, no query) does from Azure; [choice] so the header is checked before the api-version.
+   * Token requests do not count towards enabling Scheduled Events.
+   */
+  function identityGuard(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    const headers = request.headers;
+    if (headers['x-forwarded-for'] !== undefined) return sendJson(reply, 400, ERROR_BODIES.proxy);
+    if (!isMetadataTrue(headers.metadata)) return sendJson(reply, 400, IDENTITY_ERROR_BODIES.metadataHeader);
+    const check = checkIdentityApiVersion((request.query as Query)['api-version']);
+    if (!check.ok) return sendErrorBody(reply, 400, check.body);
+    admit(request, reply, done, IDENTITY_TOKEN, check.version);
+  }
+
+  function getToken(request: FastifyRequest, reply: FastifyReply): void {
+    const answer = tokens.answer(engine.fleet.get(request.imdsVm), request.query as Query);
+    sendJson(reply, answer.status, answer.body);
+  }
+
   const versions = JSON.stringify(versionsBody());
   function getVersions(_request: FastifyRequest, reply: FastifyReply): void {
     sendJson(reply, 200, versions);
@@ -226,6 +252,10 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
     app.get(prefix + INSTANCE, { onRequest: instanceGuard }, getInstance);
     app.get(`${prefix}${INSTANCE}/*`, { onRequest: instanceGuard }, getInstance);
     app.get(prefix + VERSIONS, { onRequest: versionsGuard }, getVersions);
+    // [choice] One trailing slash is ignored, as on instance paths: msal-node adds one to the URL it builds
+    // from AZURE_POD_IDENTITY_AUTHORITY_HOST (and lower-cases it: the /vms/NAME prefix needs a lower-case name).
+    app.get(prefix + IDENTITY_TOKEN, { onRequest: identityGuard }, getToken);
+    app.get(`${prefix}${IDENTITY_TOKEN}/`, { onRequest: identityGuard }, getToken);
   }
 
   return app;
