@@ -18,7 +18,7 @@ import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
 import { resolveVmIdentity, resourceIdOf } from './identity.js';
 import { Journal } from './journal.js';
-import { decideApproval, shouldResend, usesBarrier, type ApprovalRole } from './leader.js';
+import { decideApproval, shouldResend, takesFleetSlot, usesBarrier, usesFleetBarrier, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
 import { AgentMetrics } from './metrics.js';
 import { groupState, settleGroup } from './process-group.js';
@@ -39,6 +39,9 @@ import type {
 import { KubeError, type KubeApi } from './kubernetes/api.js';
 import { KubernetesRuntime, type KubernetesStep } from './kubernetes/runtime.js';
 import { NodeIdentityError } from './kubernetes/node.js';
+import { FleetCoordinator, type FleetStep } from './coordination/coordinator.js';
+import { createStore } from './coordination/open-store.js';
+import type { Claim, FleetStore } from './coordination/store.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -61,6 +64,8 @@ export interface AgentOptions {
   kubeApi?: KubeApi;
   /** Where NODE_NAME and KUBECONFIG are read; default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** The fleet store for `budget`; default: the one its backend names. */
+  fleetStore?: FleetStore;
 }
 
 /** What to do with one action given its journal record. Pure, so the rules are tested alone. */
@@ -186,6 +191,9 @@ export class Agent {
   readonly #env: NodeJS.ProcessEnv;
   /** Set at start when a rule has a kubernetes action. */
   #kubernetes: KubernetesRuntime | null = null;
+  readonly #fleetStore: FleetStore | undefined;
+  /** Set at start when the config has a `budget`. */
+  #fleet: FleetCoordinator | null = null;
 
   /** Stops polling and every wait. */
   readonly #stop = new AbortController();
@@ -215,6 +223,7 @@ export class Agent {
     this.#onListening = options.onListening;
     this.#kubeApi = options.kubeApi;
     this.#env = options.env ?? process.env;
+    this.#fleetStore = options.fleetStore;
     if (options.client) {
       this.#client = options.client;
       this.#countsRequests = false;
@@ -282,11 +291,12 @@ export class Agent {
     };
     this.#stop.signal.addEventListener('abort', onStop, { once: true });
     try {
-      for (const risk of sharedApprovalRisks(this.config.rules)) this.#log.warn({ rule: risk.rule }, risk.message);
+      for (const risk of sharedApprovalRisks(this.config.rules, this.config.budget)) this.#log.warn({ rule: risk.rule }, risk.message);
       this.#openJournal();
       await this.#startServer();
       if (!this.#stop.signal.aborted) await this.#resolveName();
       if (!this.#stop.signal.aborted) await this.#startKubernetes();
+      if (!this.#stop.signal.aborted) await this.#startFleet();
       if (!this.#stop.signal.aborted) await this.#poll();
       // Everything queued ends once its running action does; waits end with the stop signal.
       while (this.#work.size > 0) await Promise.allSettled([...this.#work]);
@@ -300,6 +310,7 @@ export class Agent {
         this.#log.error({ err }, 'could not write the journal at shutdown');
       }
       await this.#server?.close();
+      await this.#fleet?.close().catch((err: unknown) => this.#log.warn({ err: (err as Error).message }, 'closing the fleet store failed'));
       if (this.#dryRunDir !== null) rmSync(this.#dryRunDir, { recursive: true, force: true });
       this.#log.info('stopped');
     }
@@ -444,6 +455,51 @@ export class Agent {
     const renewing = runtime.renewSlots(this.#stop.signal);
     this.#work.add(renewing);
     void renewing.finally(() => this.#work.delete(renewing));
+  }
+
+  /**
+   * With a `budget`: the store its backend names, registration in the group (retried meanwhile: an
+   * unreachable store never stops the agent), and the renewal of slots the journal says are held.
+   */
+  async #startFleet(): Promise<void> {
+    const config = this.config.budget;
+    if (config === null) return;
+    const store = this.#fleetStore ?? (await createStore(config, this.#vmName, this.#env));
+    const fleet = new FleetCoordinator({
+      store,
+      config,
+      vmName: this.#vmName,
+      metrics: this.metrics,
+      log: this.#log.child({ budget: config.group }),
+      now: this.#now,
+      sleep: this.#sleep,
+      dryRun: this.dryRun,
+    });
+    fleet.heldSlots = () =>
+      this.#j
+        .entries()
+        .filter((e) => e.recoveredAt === null && e.budget?.slot != null)
+        .map((e) => ({ eventId: e.eventId, slot: e.budget!.slot!, claim: e.budget!.claim as Claim }));
+    this.#fleet = fleet;
+    for (const loop of [fleet.start(this.#stop.signal), fleet.renewSlots(this.#stop.signal)]) {
+      this.#work.add(loop);
+      void loop.finally(() => this.#work.delete(loop));
+    }
+  }
+
+  /** What the fleet budget gets for one event: its journal record and when to stop. */
+  #fleetStep(tracked: Tracked, phase: Phase): FleetStep {
+    const id = tracked.event.id;
+    return {
+      event: tracked.event,
+      signal: phase === 'prepare' ? AbortSignal.any([this.#abortActions.signal, tracked.ended.signal]) : this.#abortActions.signal,
+      log: tracked.log,
+      record: () => this.#j.get(id)?.budget,
+      save: async (record) => {
+        this.#write(() => this.#j.budget(id, record));
+        return (await this.#durable(tracked, 'budget record')) !== 'stopped';
+      },
+    };
   }
 
   /** What a kubernetes action of this event gets from the agent: its journal record and when to stop. */
@@ -642,7 +698,22 @@ export class Agent {
     }
     const readyAt = this.#now();
     const early = rule.approval === 'immediately' ? this.#approve(tracked, rule, entry, readyAt) : null;
-    const ok = await this.#runPhase(tracked, 'prepare', rule.actions);
+    const fleet = this.#fleet;
+    const namesThisVm = affects(tracked.event, this.#vmName);
+    let ok = true;
+    // A slot before the first preparation action, for this VM's own maintenance only.
+    if (fleet !== null && namesThisVm && !tracked.unjournaled && takesFleetSlot(rule, this.config.budget)) {
+      const slot = await fleet.acquire(this.#fleetStep(tracked, 'prepare'));
+      if (!slot.ok) {
+        if (!tracked.ended.signal.aborted && !this.#stop.signal.aborted) log.error({ error: slot.error }, 'no budget slot: not preparing');
+        ok = false;
+      }
+    }
+    if (ok) ok = await this.#runPhase(tracked, 'prepare', rule.actions);
+    // Said in the store for the barrier of whichever VM approves, whatever this rule's approval.
+    if (ok && !this.dryRun && fleet !== null && namesThisVm && !rule.actions.some((a) => a.type === 'kubernetes')) {
+      await fleet.markPrepared(tracked.event, log);
+    }
     // The node says it is prepared, for the barrier of whichever node approves (this one's included).
     if (ok && !this.dryRun && this.#kubernetes !== null && rule.actions.some((a) => a.type === 'kubernetes')) {
       if (affects(tracked.event, this.#vmName)) await this.#kubernetes.markPrepared(tracked.event, log);
@@ -858,6 +929,7 @@ export class Agent {
       if (!(await this.#wait(at - this.#now(), waits))) return;
     }
     const firstSeenAt = Date.parse(entry.firstSeenAt);
+    const kubeBarrier = this.#kubernetes !== null && usesBarrier(rule, this.config.kubernetes);
     for (;;) {
       const decision = decideApproval({
         leader: this.config.leader,
@@ -865,20 +937,22 @@ export class Agent {
         vmName: this.#vmName,
         firstSeenAt,
         now: this.#now(),
-        barrier: this.#kubernetes !== null && usesBarrier(rule, this.config.kubernetes),
+        barrier: kubeBarrier || (this.#fleet !== null && usesFleetBarrier(rule, this.config.budget)),
       });
       if (decision.kind === 'skip') {
         log.info({ reason: decision.reason }, 'not approving');
         return;
       }
       if (decision.kind === 'barrier') {
-        const outcome = await this.#kubernetes!.awaitBarrier({
-          event: () => tracked.event,
-          vmName: this.#vmName,
-          signal: waits,
-          log,
-          dryRun: this.dryRun,
-        });
+        const outcome = kubeBarrier
+          ? await this.#kubernetes!.awaitBarrier({
+              event: () => tracked.event,
+              vmName: this.#vmName,
+              signal: waits,
+              log,
+              dryRun: this.dryRun,
+            })
+          : await this.#fleet!.awaitBarrier({ event: () => tracked.event, signal: waits, log });
         if (outcome === 'aborted') return;
         // Sent as any node the event names would; #send skips an event that has Started meanwhile.
         await this.#send(tracked, 'any', waits);
@@ -958,6 +1032,11 @@ export class Agent {
     await this.#runPhase(tracked, phase, actions);
     // A stop mid-recovery leaves it unfinished in the journal; the next start completes it.
     if (!this.dryRun && !this.#phaseFinished(entry.eventId, phase, actions.length)) return;
+    // Recovery has ended: the prepared mark off and the slot back (SPEC §4: held through the impact until now).
+    if (!this.dryRun && this.#fleet !== null && (entry.budget !== undefined || affects(tracked.event, this.#vmName))) {
+      const back = await this.#fleet.recover(this.#fleetStep(tracked, phase));
+      if (!back.ok) return;
+    }
     this.#write(() => this.#j.recovered(entry.eventId));
     if ((await this.#durable(tracked, 'recording the recovery')) === 'stopped') return;
     this.#tracked.delete(key);

@@ -12,7 +12,7 @@ import {
 } from '../shared/checked-document.js';
 import { HostPortError, parseHostPort } from '../shared/host-port.js';
 import { nameRecord } from '../shared/name-record.js';
-import type { Action, AgentConfig, KubernetesConfig, Rule, RuleMatch } from './types.js';
+import type { Action, AgentConfig, FleetBudgetConfig, KubernetesConfig, Rule, RuleMatch } from './types.js';
 
 /** Every problem in an agent config; `problems` holds each as `file:line:col: path: problem`, in file order. */
 export class AgentConfigError extends DocumentErrors {
@@ -34,6 +34,8 @@ export const CONFIG_DEFAULTS = {
     readyTimeoutSeconds: 900,
     budget: { namespace: 'forewarn', name: 'forewarn-maintenance', leaseDurationSeconds: 900, minPrepareSeconds: 60 },
   },
+  // [choice] As the Kubernetes budget: a slot outlives a reboot (15 min), a minute kept for preparing, 5 s of margin.
+  budget: { leaseSeconds: 900, minPrepareSeconds: 60, marginSeconds: 5 },
 } as const;
 
 /** `${env:NAME}`: resolved from the environment when an http action runs, never at load. Global: use with replace(). */
@@ -254,6 +256,61 @@ const KubernetesSchema = z.strictObject(
   { error: want('a mapping') },
 );
 
+/** Names keys (etcd) and blobs (Azure): a DNS-label-like name is safe in both. */
+const groupName = z
+  .string({ error: want('a string') })
+  .regex(/^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/, {
+    error: 'expected letters, digits, ., _ and -, starting and ending with a letter or digit',
+  })
+  .max(63, { error: 'must be at most 63 characters' });
+const storeUrl = z.string({ error: want('a URL') }).superRefine((url, ctx) => {
+  const problem = urlProblem(url) ?? (url.includes('${') ? 'a store URL cannot come from ${env:...}' : null);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
+const budgetCommon = {
+  slots: z
+    .int({ error: want('a whole number') })
+    .min(1, { error: 'must be at least 1' })
+    .max(1000, { error: 'must be at most 1000' }),
+  group: groupName,
+  // etcd grants no lease shorter than its election timeout allows; 3 s is safe on any cluster.
+  leaseSeconds: z
+    .int({ error: want('a whole number of seconds') })
+    .min(3, { error: 'must be at least 3 seconds' })
+    .max(86_400, { error: 'must be at most 86400 seconds' })
+    .default(CONFIG_DEFAULTS.budget.leaseSeconds),
+  minPrepareSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.budget.minPrepareSeconds),
+  marginSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.budget.marginSeconds),
+};
+const BudgetSchema = z.discriminatedUnion(
+  'backend',
+  [
+    z.strictObject({
+      backend: z.literal('etcd'),
+      // [choice] No client certificates or etcd auth yet: an https endpoint would fail at the first call, so it fails here.
+      endpoints: z
+        .array(
+          storeUrl.superRefine((url, ctx) => {
+            if (url.startsWith('https:'))
+              ctx.addIssue({ code: 'custom', message: 'expected an http:// endpoint: TLS to etcd is not supported yet' });
+          }),
+          { error: want('a list of etcd client URLs') },
+        )
+        .min(1, { error: 'name at least one etcd endpoint' }),
+      ...budgetCommon,
+    }),
+    z.strictObject({
+      backend: z.literal('azure-blob'),
+      containerUrl: storeUrl.superRefine((url, ctx) => {
+        if (/[?#]/.test(url)) ctx.addIssue({ code: 'custom', message: 'no query string: a SAS token does not belong in the config file' });
+      }),
+      clientId: name.nullable().optional(),
+      ...budgetCommon,
+    }),
+  ],
+  { error: want('a mapping with backend etcd or azure-blob') },
+);
+
 const ConfigSchema = z.strictObject(
   {
     endpoint: z
@@ -311,6 +368,7 @@ const ConfigSchema = z.strictObject(
     shutdownGraceSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(CONFIG_DEFAULTS.shutdownGraceSeconds),
     rules: z.array(RuleSchema, { error: want('a list of rules') }).min(1, { error: 'at least one rule is needed' }),
     kubernetes: KubernetesSchema.optional(),
+    budget: BudgetSchema.nullable().optional(),
   },
   { error: want('a mapping of settings') },
 );
@@ -378,6 +436,9 @@ export function parseAgentConfig(text: string, file: string): AgentConfig {
 function configWording(issue: z.core.$ZodIssue): string | undefined {
   if (issue.code === 'invalid_union' && 'discriminator' in issue && issue.discriminator === 'type') {
     return 'expected type exec, http, log or kubernetes';
+  }
+  if (issue.code === 'invalid_union' && 'discriminator' in issue && issue.discriminator === 'backend') {
+    return 'expected backend etcd or azure-blob';
   }
   return undefined;
 }
@@ -453,7 +514,22 @@ function normalize(raw: RawConfig): AgentConfig {
       onCancel: r.onCancel.map(normalizeAction),
     })),
     kubernetes: normalizeKubernetes(raw.kubernetes),
+    budget: normalizeBudget(raw.budget),
   };
+}
+
+function normalizeBudget(b: z.infer<typeof BudgetSchema> | null | undefined): FleetBudgetConfig | null {
+  if (b === null || b === undefined) return null;
+  const common = {
+    slots: b.slots,
+    group: b.group,
+    leaseSeconds: b.leaseSeconds,
+    minPrepareSeconds: b.minPrepareSeconds,
+    marginSeconds: b.marginSeconds,
+  };
+  return b.backend === 'etcd'
+    ? { backend: 'etcd', endpoints: b.endpoints, containerUrl: null, clientId: null, ...common }
+    : { backend: 'azure-blob', endpoints: [], containerUrl: b.containerUrl, clientId: b.clientId ?? null, ...common };
 }
 
 /** The kubernetes section as read; with no argument, its defaults. */

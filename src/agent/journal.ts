@@ -12,7 +12,7 @@ import {
 import { z } from 'zod';
 import type { ScheduledEvent } from '../client/index.js';
 import { wallClock } from '../shared/clock.js';
-import type { ActionRecord, ActionResult, JournalEntry, KubernetesRecord, ProcessRecord } from './types.js';
+import type { ActionRecord, ActionResult, BudgetRecord, JournalEntry, KubernetesRecord, ProcessRecord } from './types.js';
 
 export const JOURNAL_FORMAT = 'forewarn-agent-journal';
 export const JOURNAL_VERSION = 1;
@@ -70,6 +70,7 @@ const EntrySchema = z.object({
       taintPlaced: z.boolean().optional(),
     })
     .optional(),
+  budget: z.object({ claim: z.string(), slot: z.string().nullable(), overBudget: z.boolean() }).optional(),
 });
 
 const FileSchema = z.object({
@@ -219,6 +220,12 @@ export class Journal {
   /** What a kubernetes action holds for the event (a cordon, a budget slot), written before and after each change on the cluster. */
   kubernetes(eventId: string, record: KubernetesRecord): void {
     this.#entry(eventId).kubernetes = structuredClone(record);
+    this.flush();
+  }
+
+  /** The fleet budget's slot for the event, written before and after each change in the store. */
+  budget(eventId: string, record: BudgetRecord): void {
+    this.#entry(eventId).budget = structuredClone(record);
     this.flush();
   }
 

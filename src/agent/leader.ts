@@ -1,6 +1,6 @@
 // Who approves an event: pure functions of the config, the event and this VM's name, so they test without I/O.
 import { affects, isLeader, leaderOf, type ScheduledEvent } from '../client/index.js';
-import type { AgentConfig, KubernetesConfig, Rule } from './types.js';
+import type { AgentConfig, FleetBudgetConfig, KubernetesConfig, Rule } from './types.js';
 
 export type ApprovalRole = 'leader' | 'standby' | 'any';
 
@@ -45,7 +45,7 @@ export interface DecisionInput {
   /** When this agent first saw the event (epoch ms); the standby's timer runs from it. */
   firstSeenAt: number;
   now: number;
-  /** The rule prepares a Kubernetes node and approves through the barrier (usesBarrier). */
+  /** The rule approves through a barrier (usesBarrier, usesFleetBarrier). */
   barrier?: boolean;
 }
 
@@ -62,6 +62,23 @@ export function usesBarrier(rule: Rule, kubernetes: KubernetesConfig): boolean {
 }
 
 /**
+ * Whether a rule's approval waits at the fleet barrier (SPEC §4 "Fleet budget outside Kubernetes"):
+ * `after-actions` with a `budget` configured, unless a kubernetes action puts it at the Kubernetes one.
+ */
+export function usesFleetBarrier(rule: Rule, budget: FleetBudgetConfig | null): boolean {
+  return budget !== null && rule.approval === 'after-actions' && !rule.actions.some((a) => a.type === 'kubernetes');
+}
+
+/** Whether a rule takes a fleet budget slot: it prepares this VM (exec, http) and no kubernetes action takes a Lease for it. */
+export function takesFleetSlot(rule: Rule, budget: FleetBudgetConfig | null): boolean {
+  return (
+    budget !== null &&
+    rule.actions.some((a) => a.type === 'exec' || a.type === 'http') &&
+    !rule.actions.some((a) => a.type === 'kubernetes')
+  );
+}
+
+/**
  * Whether and when this VM approves, once the rule's policy allows it. Only a Scheduled event can
  * be approved; a standby waits `afterSeconds` from its own first sight, and is asked again then.
  */
@@ -72,7 +89,7 @@ export function decideApproval(input: DecisionInput): ApprovalDecision {
   // prepared, so none has to stay up for it. A node the event does not name has no say.
   if (input.barrier === true) {
     if (affects(event, vmName)) return { kind: 'barrier' };
-    return { kind: 'skip', reason: 'the event does not name this VM: left to the nodes it names (kubernetes barrier)' };
+    return { kind: 'skip', reason: 'the event does not name this VM: left to the VMs it names (barrier)' };
   }
   const own = ownRole(leader.mode, event, vmName);
   if (own !== null) return { kind: 'approve', as: own };

@@ -20,6 +20,11 @@ export class AgentMetrics {
   readonly kubernetesDrainFailures: Counter<'reason'>;
   readonly kubernetesOverBudget: Counter;
   readonly kubernetesSlotsHeld: Gauge;
+  readonly budgetOverBudget: Counter<'backend'>;
+  readonly budgetSlotsHeld: Gauge<'backend'>;
+  readonly budgetSlotsLost: Counter<'backend'>;
+  readonly budgetStoreErrors: Counter<'backend' | 'operation'>;
+  readonly barrierOutcomes: Counter<'backend' | 'outcome'>;
   /** Set by the agent once it has a client, so the gauge is computed at scrape time. */
   health: (() => Health) | null = null;
   /** Set by the agent: how many events wait for the journal. */
@@ -97,6 +102,36 @@ export class AgentMetrics {
     this.kubernetesSlotsHeld = new Gauge({
       name: `${p}kubernetes_budget_slots_held`,
       help: 'Budget slots (Leases) this node holds',
+      registers,
+    });
+    this.budgetOverBudget = new Counter({
+      name: `${p}budget_over_budget_total`,
+      help: 'Events prepared without a fleet budget slot: none freed, or the store could not be reached, before their deadline',
+      labelNames: ['backend'],
+      registers,
+    });
+    this.budgetSlotsHeld = new Gauge({
+      name: `${p}budget_slots_held`,
+      help: 'Fleet budget slots this VM holds a share of',
+      labelNames: ['backend'],
+      registers,
+    });
+    this.budgetSlotsLost = new Counter({
+      name: `${p}budget_slots_lost_total`,
+      help: 'Fleet budget slots found lost while held (expired in the store: this VM could not renew them in time)',
+      labelNames: ['backend'],
+      registers,
+    });
+    this.budgetStoreErrors = new Counter({
+      name: `${p}budget_store_errors_total`,
+      help: 'Failed requests to the fleet store, by operation',
+      labelNames: ['backend', 'operation'],
+      registers,
+    });
+    this.barrierOutcomes = new Counter({
+      name: `${p}barrier_outcomes_total`,
+      help: 'How waits at the fleet barrier ended: complete (every named VM prepared), deadline, not-scheduled',
+      labelNames: ['backend', 'outcome'],
       registers,
     });
     const held = (): number => this.heldEvents?.() ?? 0;

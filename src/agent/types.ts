@@ -134,6 +134,28 @@ export interface AgentConfig {
   rules: Rule[];
   /** Settings of kubernetes actions; defaults when the section is absent. */
   kubernetes: KubernetesConfig;
+  /** The fleet budget and barrier outside Kubernetes (SPEC §4); null: each VM decides alone. */
+  budget: FleetBudgetConfig | null;
+}
+
+/** The `budget` section: slots and the barrier on a store the fleet already runs (coordination/). */
+export interface FleetBudgetConfig {
+  backend: 'etcd' | 'azure-blob';
+  /** etcd: the cluster's client URLs. */
+  endpoints: string[];
+  /** azure-blob: the container's URL (no SAS: credentials come from the environment or the VM's identity). */
+  containerUrl: string | null;
+  /** azure-blob: a user-assigned managed identity's client id; null: the system-assigned one. */
+  clientId: string | null;
+  slots: number;
+  /** Agents of one group share its slots and its barrier. */
+  group: string;
+  /** How long a dead holder keeps its slot: longer than a reboot, so the slot is held through one. */
+  leaseSeconds: number;
+  /** No slot this long before the deadline: prepare anyway, over budget (logged and counted). */
+  minPrepareSeconds: number;
+  /** Preparation and the barrier end this long before NotBefore. */
+  marginSeconds: number;
 }
 
 export type Phase = 'prepare' | 'complete' | 'cancel';
@@ -192,6 +214,17 @@ export interface JournalEntry {
   recoveredAt: string | null;
   /** What a kubernetes action holds for this event, so recovery after a restart gives it back. */
   kubernetes?: KubernetesRecord;
+  /** The fleet budget's slot for this event, so recovery after a restart gives it back. */
+  budget?: BudgetRecord;
+}
+
+export interface BudgetRecord {
+  /** Who the slot is taken for: this VM alone (`vm:NAME`) or every VM the event names (`event:ID`). */
+  claim: string;
+  /** The slot held, until given back. */
+  slot: string | null;
+  /** Prepared without a slot: none freed before the deadline, or the store could not be reached. */
+  overBudget: boolean;
 }
 
 export interface KubernetesRecord {

@@ -49,6 +49,7 @@ describe('parseAgentConfig', () => {
         readyTimeoutSeconds: 900,
         budget: null,
       },
+      budget: null,
     });
   });
 
@@ -403,4 +404,126 @@ describe('parseAgentConfig: kubernetes', () => {
       ['agent.yaml:5:44: kubernetes.budget.leaseDurationSeconds: expected a whole number of seconds'],
     );
   });
+});
+
+describe('parseAgentConfig: budget (fleet budget outside Kubernetes)', () => {
+  it('reads an etcd and an azure-blob budget, with the defaults', () => {
+    const etcd = parseAgentConfig(
+      lines(
+        'rules:',
+        '  - name: r',
+        'budget:',
+        '  backend: etcd',
+        '  endpoints: [http://10.0.0.4:2379, http://10.0.0.5:2379]',
+        '  slots: 2',
+        '  group: kafka',
+      ),
+      'agent.yaml',
+    );
+    assert.deepEqual(etcd.budget, {
+      backend: 'etcd',
+      endpoints: ['http://10.0.0.4:2379', 'http://10.0.0.5:2379'],
+      containerUrl: null,
+      clientId: null,
+      slots: 2,
+      group: 'kafka',
+      leaseSeconds: 900,
+      minPrepareSeconds: 60,
+      marginSeconds: 5,
+    });
+    const blob = parseAgentConfig(
+      lines(
+        'rules:',
+        '  - name: r',
+        'budget:',
+        '  backend: azure-blob',
+        '  containerUrl: https://fleet.blob.core.windows.net/forewarn',
+        '  clientId: 00000000-0000-0000-0000-000000000001',
+        '  slots: 1',
+        '  group: es-hot',
+        '  leaseSeconds: 600',
+        '  minPrepareSeconds: 30',
+        '  marginSeconds: 10',
+      ),
+      'agent.yaml',
+    );
+    assert.deepEqual(blob.budget, {
+      backend: 'azure-blob',
+      endpoints: [],
+      containerUrl: 'https://fleet.blob.core.windows.net/forewarn',
+      clientId: '00000000-0000-0000-0000-000000000001',
+      slots: 1,
+      group: 'es-hot',
+      leaseSeconds: 600,
+      minPrepareSeconds: 30,
+      marginSeconds: 10,
+    });
+  });
+
+  it('names each bad budget setting at its line and column', () => {
+    assert.deepEqual(problems(lines('rules:', '  - name: r', 'budget:', '  backend: consul', '  slots: 1', '  group: g')), [
+      'agent.yaml:4:12: budget.backend: expected backend etcd or azure-blob',
+    ]);
+    assert.deepEqual(
+      problems(
+        lines(
+          'rules:',
+          '  - name: r',
+          'budget:',
+          '  backend: etcd',
+          '  endpoints: []',
+          '  slots: 0',
+          '  group: "a/b"',
+          '  leaseSeconds: 1',
+        ),
+      ),
+      [
+        'agent.yaml:5:14: budget.endpoints: name at least one etcd endpoint',
+        'agent.yaml:6:10: budget.slots: must be at least 1',
+        'agent.yaml:7:10: budget.group: expected letters, digits, ., _ and -, starting and ending with a letter or digit',
+        'agent.yaml:8:17: budget.leaseSeconds: must be at least 3 seconds',
+      ],
+    );
+    assert.deepEqual(
+      problems(
+        lines(
+          'rules:',
+          '  - name: r',
+          'budget:',
+          '  backend: azure-blob',
+          '  containerUrl: "https://a.blob.core.windows.net/c?sv=2024&sig=secret"',
+          '  slots: 1',
+          '  group: g',
+          '  endpoints: [http://x:2379]',
+        ),
+      ),
+      [
+        'agent.yaml:5:17: budget.containerUrl: no query string: a SAS token does not belong in the config file',
+        'agent.yaml:8:3: budget.endpoints: unknown key "endpoints"',
+      ],
+    );
+    assert.deepEqual(
+      problems(lines('rules:', '  - name: r', 'budget:', '  backend: etcd', '  endpoints: [https://e:2379]', '  slots: 1', '  group: g')),
+      ['agent.yaml:5:15: budget.endpoints[0]: expected an http:// endpoint: TLS to etcd is not supported yet'],
+    );
+    assert.deepEqual(problems(lines('rules:', '  - name: r', 'budget:', '  backend: etcd', '  slots: 1', '  group: g')), [
+      'agent.yaml:4:3: budget.endpoints: missing (required)',
+    ]);
+  });
+});
+
+describe('loadAgentConfig: the fleet budget examples', () => {
+  for (const [file, backend] of [
+    ['agent-budget-etcd.yaml', 'etcd'],
+    ['agent-budget-azure-blob.yaml', 'azure-blob'],
+  ] as const) {
+    it(`reads examples/${file}`, () => {
+      const config = loadAgentConfig(fileURLToPath(new URL(`../../examples/${file}`, import.meta.url)));
+      assert.equal(config.budget?.backend, backend);
+      assert.ok(
+        config.rules.every((r) => r.approval === 'after-actions'),
+        'the examples approve through the barrier',
+      );
+    });
+  }
 });

@@ -37,3 +37,28 @@ test('exec and webhook rules that approve are named; never-approving, kubernetes
   assert.match(risks[0]!.message, /one approval starts it for all of them/);
   assert.match(risks[0]!.message, /approval: never/);
 });
+
+test('with a fleet budget, after-actions rules wait at its barrier; a rule that approves immediately is still named', () => {
+  const budget = {
+    backend: 'etcd' as const,
+    endpoints: ['http://127.0.0.1:2379'],
+    containerUrl: null,
+    clientId: null,
+    slots: 1,
+    group: 'g',
+    leaseSeconds: 900,
+    minPrepareSeconds: 60,
+    marginSeconds: 5,
+  };
+  const rules: Rule[] = [
+    rule({ name: 'drain-then-approve', actions: [exec], approval: 'after-actions' }),
+    rule({ name: 'hook-then-approve', actions: [http], approval: 'immediately' }),
+  ];
+  const risks = sharedApprovalRisks(rules, budget);
+  assert.deepEqual(
+    risks.map((r) => r.rule),
+    ['hook-then-approve'],
+  );
+  assert.match(risks[0]!.message, /approves immediately, before this VM is prepared/);
+  assert.match(sharedApprovalRisks(rules)[0]!.message, /configure a fleet budget/);
+});

@@ -86,6 +86,7 @@ export function agentConfig(endpoint: string, journal: string, rules: Rule[], ov
     shutdownGraceSeconds: 0.3,
     rules,
     kubernetes: normalizeKubernetes(),
+    budget: null,
     ...over,
   };
 }

@@ -6,6 +6,7 @@
 import { affects, type ScheduledEvent } from '../../client/index.js';
 import type { KubeApi, KubeNode, ListedNode } from './api.js';
 import { patchRetrying } from './node.js';
+import { sameVm } from '../coordination/barrier.js';
 
 /** [choice] A constant label value selects the nodes that run the agent: a VM name need not be a valid label value. */
 export const AGENT_LABEL = 'forewarn.io/agent';
@@ -105,14 +106,4 @@ export function barrierView(event: ScheduledEvent, nodes: readonly ListedNode[],
   }
   const named = [...byVm.values()];
   return { named, waiting: named.filter((n) => !n.prepared) };
-}
-
-/** Whether the event names no VM but this one: nothing to wait for, and no need to list nodes. */
-export function namesOnly(event: ScheduledEvent, self: string): boolean {
-  return event.resources.length > 0 && event.resources.every((r) => sameVm(r, self));
-}
-
-/** Two VM names that are one VM, compared as `affects` compares them. */
-export function sameVm(a: string, b: string): boolean {
-  return affects({ resources: [a] } as unknown as ScheduledEvent, b);
 }

@@ -5,8 +5,10 @@ import type { ScheduledEvent } from '../../client/index.js';
 import type { AgentMetrics } from '../metrics.js';
 import type { ActionLogger, KubernetesAction, KubernetesConfig, KubernetesPolicy, KubernetesRecord } from '../types.js';
 import type { KubeApi, NodeRef } from './api.js';
-import { AGENT_SELECTOR, barrierView, markPrepared, namesOnly, register, sameVm, unmarkPrepared, type NamedVm } from './barrier.js';
+import { AGENT_SELECTOR, barrierView, markPrepared, register, unmarkPrepared, type NamedVm } from './barrier.js';
+import { namesOnly, sameVm } from '../coordination/barrier.js';
 import { Budget, type Slot } from './budget.js';
+import { waitForSlot } from '../coordination/slot-wait.js';
 import { describeRemaining, drainNode, optedInForFreeze, type DrainSelection } from './drain.js';
 import { checkProviderId, cordon, parseTaint, uncordon } from './node.js';
 
@@ -47,8 +49,6 @@ export const DEFAULT_POLICY: Readonly<Record<string, KubernetesPolicy>> = {
 /** A failed API call in recovery is tried again after this, doubling up to the max. */
 const RECOVER_RETRY_FIRST_MS = 1_000;
 const RECOVER_RETRY_MAX_MS = 30_000;
-/** How often a node waiting for a budget slot asks again. */
-const SLOT_POLL_MS = 2_000;
 /** How often Ready is checked before the slot goes back. */
 const READY_POLL_MS = 2_000;
 /** How often a prepared node looks again at the other nodes an event names. */
@@ -361,42 +361,23 @@ export class KubernetesRuntime {
   /** Waits for a slot until there is only minPrepareSeconds left; null then: prepare over budget. */
   async #waitForSlot(step: KubernetesStep, deadline: number): Promise<Slot | null | 'aborted'> {
     const budget = this.budget!;
-    const giveUpAt = deadline - this.#o.config.budget!.minPrepareSeconds * 1000;
-    let logged = false;
-    for (;;) {
-      if (step.signal.aborted) return 'aborted';
-      try {
-        const slot = await budget.tryAcquire();
-        if (slot !== null) {
-          step.log.info({ slot: `${slot.namespace}/${slot.name}` }, 'took a budget slot');
-          return slot;
-        }
-      } catch (err) {
-        step.log.warn({ err: (err as Error).message }, 'cannot reach the budget Leases; trying again');
-      }
-      const now = this.#o.now();
-      if (now >= giveUpAt) {
-        this.#o.metrics.kubernetesOverBudget.inc();
-        step.log.error(
-          { slots: budget.options.slots, deadline: new Date(deadline).toISOString() },
-          'no budget slot freed before the deadline: preparing anyway, over budget, as far as time allows',
-        );
-        await this.#event('Warning', 'OverBudget', `No maintenance slot freed in time for ${step.event.type} ${step.event.id}`, step.log);
-        return null;
-      }
-      if (!logged) {
-        logged = true;
-        step.log.info(
-          { slots: budget.options.slots, until: new Date(giveUpAt).toISOString() },
-          'every budget slot is held: waiting for one',
-        );
-      }
-      try {
-        await this.#o.sleep(Math.min(SLOT_POLL_MS, giveUpAt - now), step.signal);
-      } catch {
-        return 'aborted';
-      }
+    const slot = await waitForSlot({
+      tryAcquire: () => budget.tryAcquire(),
+      describe: (s) => `${s.namespace}/${s.name}`,
+      store: 'the budget Leases',
+      slots: budget.options.slots,
+      deadline,
+      minPrepareSeconds: this.#o.config.budget!.minPrepareSeconds,
+      signal: step.signal,
+      log: step.log,
+      now: this.#o.now,
+      sleep: this.#o.sleep,
+    });
+    if (slot === null) {
+      this.#o.metrics.kubernetesOverBudget.inc();
+      await this.#event('Warning', 'OverBudget', `No maintenance slot freed in time for ${step.event.type} ${step.event.id}`, step.log);
     }
+    return slot;
   }
 
   /** After the event: take the event off Forewarn's cordon, then give the slot back once the node is Ready. Retries until done or aborted. */

@@ -3,14 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { normalizeKubernetes } from '../../../src/agent/config.js';
-import {
-  AGENT_LABEL,
-  PREPARED_ANNOTATION,
-  VM_NAME_ANNOTATION,
-  barrierView,
-  namesOnly,
-  preparedIds,
-} from '../../../src/agent/kubernetes/barrier.js';
+import { AGENT_LABEL, PREPARED_ANNOTATION, VM_NAME_ANNOTATION, barrierView, preparedIds } from '../../../src/agent/kubernetes/barrier.js';
+import { namesOnly } from '../../../src/agent/coordination/barrier.js';
 import type { ListedNode } from '../../../src/agent/kubernetes/api.js';
 import { decideApproval, usesBarrier } from '../../../src/agent/leader.js';
 import type { Rule } from '../../../src/agent/types.js';
