@@ -565,8 +565,8 @@ describe('examples/', () => {
   const load = (name: string) => engineOf(loadFleetFile(join(examples, name)));
 
   it('every example fleet loads into an engine', () => {
-    // agent.yaml is the agent's config, checked by the agent's own tests.
-    const files = readdirSync(examples).filter((f) => /\.(ya?ml|json)$/.test(f) && f !== 'agent.yaml');
+    // agent.yaml and agent-*.yaml are the agent's configs, checked by the agent's own tests.
+    const files = readdirSync(examples).filter((f) => /\.(ya?ml|json)$/.test(f) && !/^agent(-[\w-]+)?\.yaml$/.test(f));
     assert.ok(files.length >= 5, files.join(', '));
     for (const file of files) assert.ok(load(file).fleet.size > 0, file);
   });
