@@ -44,9 +44,9 @@ export interface FleetBarrierWait {
 const RETRY_FIRST_MS = 1_000;
 const RETRY_MAX_MS = 30_000;
 /** How often a prepared VM looks again at the others an event names. */
-const BARRIER_POLL_MS = 1_000;
+export const BARRIER_POLL_MS = 1_000;
 /** [choice] Held slots are renewed at a third of leaseSeconds, and at least this often (Blob leases last 60 s at most). */
-const RENEW_MAX_MS = 15_000;
+export const RENEW_MAX_MS = 15_000;
 
 export class FleetCoordinator {
   readonly #o: CoordinatorOptions;
