@@ -26,7 +26,7 @@ export async function resolveVmIdentity(
     compute = await client.getCompute(options);
   } catch (err) {
     throw new Error(
-      `cannot learn this VM's name from IMDS (/metadata/instance/compute): ${(err as Error).message}; set vmName in the agent config, or check that IMDS is reachable`,
+      `cannot learn this VM's name from IMDS at ${client.computeUrl}: ${(err as Error).message}; set vmName in the agent config, or check that IMDS is reachable (away from Azure, point FOREWARN_ENDPOINT or endpoint at the emulator)`,
       { cause: err },
     );
   }

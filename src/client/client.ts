@@ -238,6 +238,11 @@ export class ScheduledEventsClient {
     }
   }
 
+  /** The URL getCompute() reads, for messages that must say where the client looked. */
+  get computeUrl(): string {
+    return this.#url(COMPUTE_PATH, this.computeApiVersion);
+  }
+
   #url(path: string, apiVersion: string): string {
     return `${this.endpoint}${path}?api-version=${encodeURIComponent(apiVersion)}`;
   }

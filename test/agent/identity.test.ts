@@ -55,4 +55,15 @@ describe('resolveVmName', () => {
     const bad = client(compute({ vmId: 'no name' }));
     await assert.rejects(resolveVmName(config(), bad.client), /set vmName/);
   });
+
+  it('names the URL it tried, so an agent started away from Azure says where it looked', async () => {
+    const c = client(() => {
+      throw new TypeError('fetch failed');
+    });
+    await assert.rejects(resolveVmName(config(), c.client), (err: Error) => {
+      assert.match(err.message, /http:\/\/imds\.test\/metadata\/instance\/compute\?api-version=/);
+      assert.match(err.message, /FOREWARN_ENDPOINT or endpoint/);
+      return true;
+    });
+  });
 });
