@@ -1,6 +1,6 @@
 // `forewarn approve EVENT_ID…`: let events start now, all in one POST as IMDS allows.
 import type { Command } from 'commander';
-import type { ScheduledEventsClient } from '../client/index.js';
+import { eventKey, type ScheduledEventsClient } from '../client/index.js';
 import { API_VERSION_HELP, ENDPOINT_HELP, parseEndpointFlags, type EndpointFlags, type EndpointRequest } from './endpoint.js';
 import { UsageError, type Io } from './errors.js';
 import { TIMEOUT_HELP, parseTimeoutFlag, waitForImds, watchedClient } from './waiting.js';
@@ -35,12 +35,19 @@ export async function runApprove(request: ApproveRequest, io: Io, client?: Sched
     noticeAfterMs,
   };
   const watched = client ? { client, stop: () => {} } : watchedClient(request, waiting);
+  let started: Set<string>;
+  let send: string[];
   try {
-    await waitForImds(waiting, (signal) => watched.client.approve(request.ids, { signal }));
+    // IMDS takes an approval of a Started event without a word: read first, so the user hears it.
+    const doc = await waitForImds(waiting, (signal) => watched.client.getDocument({ signal }));
+    started = new Set(doc.events.filter((e) => e.status === 'Started').map((e) => eventKey(e.id)));
+    send = request.ids.filter((id) => !started.has(eventKey(id)));
+    if (send.length > 0) await waitForImds(waiting, (signal) => watched.client.approve(send, { signal }));
   } finally {
     watched.stop();
   }
-  io.stdout(`approved ${request.ids.join(' ')}\n`);
+  for (const id of request.ids) if (started.has(eventKey(id))) io.stdout(`${id} had already started: nothing to approve\n`);
+  if (send.length > 0) io.stdout(`approved ${send.join(' ')}\n`);
 }
 
 export function registerApproveCommand(program: Command, io: Io): void {

@@ -149,6 +149,35 @@ describe('forewarn approve', () => {
     assert.deepEqual(parseApproveArgs(['x,y', 'z'], {}).ids, ['x', 'y', 'z']);
   });
 
+  it('an event already Started: says so rather than "approved", and sends nothing for it', async () => {
+    const started = freeze();
+    emulator.engine.approve('vm0', [started]);
+    assert.equal(emulator.engine.event(started).status, 'Started');
+    const scheduled = freeze();
+    const posts: string[] = [];
+    const counting = (async (input: string | URL | Request, init?: RequestInit) => {
+      if ((init?.method ?? 'GET').toUpperCase() === 'POST') posts.push(String(init?.body));
+      return fetch(input, init);
+    }) as typeof fetch;
+    const io = captureIo();
+    await runApprove(
+      parseApproveArgs([started, scheduled], { endpoint: imdsUrl }),
+      io,
+      new ScheduledEventsClient({ endpoint: imdsUrl, fetch: counting }),
+    );
+    assert.equal(io.out, `${started} had already started: nothing to approve\napproved ${scheduled}\n`);
+    assert.deepEqual(JSON.parse(posts[0]!), { StartRequests: [{ EventId: scheduled }] });
+    const only = captureIo();
+    posts.length = 0;
+    await runApprove(
+      parseApproveArgs([started], { endpoint: imdsUrl }),
+      only,
+      new ScheduledEventsClient({ endpoint: imdsUrl, fetch: counting }),
+    );
+    assert.equal(only.out, `${started} had already started: nothing to approve\n`);
+    assert.equal(posts.length, 0, 'nothing to send');
+  });
+
   it('an id never issued: exit 1 with IMDS’s message, nothing approved', async () => {
     const id = freeze();
     const unknown = '00000000-0000-0000-0000-000000000000';
