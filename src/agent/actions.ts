@@ -8,7 +8,7 @@ import { ENV_REF } from './config.js';
 import { newMarker, procStat } from '../shared/proc.js';
 import { ACTION_MARKER_VARIABLE, execEnvironment } from './exec-env.js';
 import { GATE_SCRIPT, GROUP_GUARD, groupState, programProblem, signalGroup } from './process-group.js';
-import type { Action, ActionContext, ActionResult, EventFields, ExecAction, HttpAction, LogAction } from './types.js';
+import type { Action, ActionContext, ActionLogger, ActionResult, EventFields, ExecAction, HttpAction, LogAction } from './types.js';
 
 /** How much of a program's output, or a response body, is kept for the error message. */
 export const OUTPUT_TAIL_BYTES = 4096;
@@ -51,6 +51,12 @@ interface Attempt {
   retry: boolean;
 }
 
+/** The fields a logger does not already bind (pino's child loggers): pino would write a bound key twice. */
+function unbound<T extends Record<string, unknown>>(logger: ActionLogger, fields: T): Partial<T> {
+  const bindings = (logger as { bindings?: () => Record<string, unknown> }).bindings?.() ?? {};
+  return Object.fromEntries(Object.entries(fields).filter(([key]) => !(key in bindings))) as Partial<T>;
+}
+
 export async function runAction(action: Action, ctx: ActionContext): Promise<ActionResult> {
   const started = monotonicMs();
   const done = (ok: boolean, attempts: number, error: string | null): ActionResult => ({
@@ -59,7 +65,7 @@ export async function runAction(action: Action, ctx: ActionContext): Promise<Act
     error,
     durationMs: Math.round(monotonicMs() - started),
   });
-  const fields = { action: action.name, type: action.type, eventId: ctx.event.id, phase: ctx.phase };
+  const fields = unbound(ctx.logger, { action: action.name, type: action.type, eventId: ctx.event.id, phase: ctx.phase });
   try {
     if (ctx.dryRun) {
       ctx.logger.info({ ...fields, wouldRun: describe(action) }, `dry run: would run ${action.type} action ${action.name}`);
@@ -209,7 +215,7 @@ function runExec(action: ExecAction, ctx: ActionContext): Promise<Attempt> {
       if (state === 'ours') signalGroup(child.pid, sig);
       else if (state === 'unproven') {
         ctx.logger.warn(
-          { action: action.name, pgid: child.pid, signal: sig },
+          { ...unbound(ctx.logger, { action: action.name }), pgid: child.pid, signal: sig },
           'not signalling the process group: its leader has exited and no live member can be proven to be this run',
         );
       }

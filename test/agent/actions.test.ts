@@ -624,3 +624,39 @@ describe('runAction: log', () => {
     assert.equal(ctx.logs[0]!.msg, 'event EVT-1: Reboot Scheduled');
   });
 });
+
+describe('runAction: log lines', () => {
+  it('carry each key once when the agent’s logger already binds the event, phase and action', async () => {
+    const { Writable } = await import('node:stream');
+    const { createLogger } = await import('../../src/agent/logger.js');
+    const raw: string[] = [];
+    const sink = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        raw.push(...chunk.toString().split('\n').filter(Boolean));
+        cb();
+      },
+    });
+    // As the agent builds it: the event's child, then the action's.
+    const logger = createLogger({ level: 'debug', destination: sink })
+      .child({ eventId: 'EVT-1', eventType: 'Freeze' })
+      .child({ phase: 'prepare', action: 'deregister', key: 'prepare:0' });
+    const failing: HttpAction = {
+      type: 'http',
+      name: 'deregister',
+      method: 'POST',
+      url: 'http://127.0.0.1:9/deregister',
+      headers: {},
+      body: undefined,
+      timeoutSeconds: 2,
+      retries: 0,
+      backoffSeconds: 0,
+    };
+    const result = await runAction(failing, context({ logger }));
+    assert.equal(result.ok, false);
+    const line = raw.find((l) => l.includes('http action deregister failed'));
+    assert.ok(line, raw.join('\n'));
+    for (const key of ['action', 'eventId', 'phase', 'type']) {
+      assert.equal(line.split(`"${key}":`).length - 1, 1, `"${key}" once in ${line}`);
+    }
+  });
+});
