@@ -45,9 +45,12 @@ export class DocumentError extends Error implements Located {
   readonly path: string;
   readonly problem: string;
   readonly context: string | undefined;
+  /** Every problem this error tells, the first being its own fields; one unless CheckedDocument.all made it. */
+  readonly located: readonly Located[];
   /** `message` defaults to formatLocated(at); give it only to keep an older wording. */
   constructor(at: Located, message = formatLocated(at)) {
     super(message);
+    this.located = [at];
     this.file = at.file;
     this.line = at.line;
     this.col = at.col;
@@ -107,6 +110,15 @@ export function moreProblems(count: number): string {
 
 /** The error class a loader throws, built from a place. */
 export type DocumentErrorClass<E extends DocumentError> = new (at: Located) => E;
+
+/** One error of `ErrorClass` telling every place (at least one): fields of the first, a message line each, `located` all. */
+export function errorTelling<E extends DocumentError>(ErrorClass: DocumentErrorClass<E>, located: readonly Located[]): E {
+  const err = new ErrorClass(located[0]!);
+  // Each loader's class takes one place; the rest are told in the message and kept in `located`.
+  err.message = located.map(formatLocated).join('\n');
+  Object.defineProperty(err, 'located', { value: located });
+  return err;
+}
 
 /** A file's text; a file that cannot be read is an error naming it: `PATH: cannot read the WHAT: no such file`. */
 export function readDocumentFile<E extends DocumentError>(path: string, what: string, ErrorClass: DocumentErrorClass<E>): string {
@@ -182,6 +194,14 @@ export class CheckedDocument<E extends DocumentError> {
   first(problems: readonly Problem[]): E {
     const first = this.#placed(problems)[0]!;
     return new this.#error({ ...first, problem: first.problem + moreProblems(problems.length) });
+  }
+
+  /**
+   * Every problem in one error of the loader's class: its fields are the first problem's (written
+   * first), its message one `FILE:line:col: path: problem` line per problem, `located` them all.
+   */
+  all(problems: readonly Problem[]): E {
+    return errorTelling(this.#error, this.#placed(problems));
   }
 
   /** One problem as an error at its place. */

@@ -70,6 +70,28 @@ describe('forewarn scenario list and validate', () => {
   });
 });
 
+describe('forewarn scenario validate: every problem', () => {
+  it('lists each problem at its file:line:col, the embedded fleet’s included, not only the first', async () => {
+    const many = file(
+      'many.yaml',
+      'name: many\nfleet:\n  vms: [{ name: vm0, colour: red }, { name: 7 }]\nsteps:\n  - at: 0\n    reboot: vm0\n  - at: 1m\n    explode: vm0\n',
+    );
+    const fleetBad = await cli(['scenario', 'validate', many]);
+    assert.equal(fleetBad.code, 2);
+    assert.doesNotMatch(fleetBad.err, /more problem/);
+    assert.match(fleetBad.err, /many\.yaml:3:22: fleet\.vms\[0\]\.colour: unknown key "colour"/);
+    assert.match(fleetBad.err, /many\.yaml:3:45: fleet\.vms\[1\]\.name: /);
+    const steps = file(
+      'steps.yaml',
+      'name: steps\nfleet:\n  vms: [{ name: vm0 }]\nsteps:\n  - at: 0\n    reboot: vm0\n  - at: 1m\n    explode: vm0\n',
+    );
+    const stepsBad = await cli(['scenario', 'validate', steps]);
+    assert.equal(stepsBad.code, 2);
+    assert.match(stepsBad.err, /steps\.yaml:6:5: steps\[0\]\.reboot: unknown action "reboot"/);
+    assert.match(stepsBad.err, /steps\.yaml:8:5: steps\[1\]\.explode: unknown action "explode"/);
+  });
+});
+
 describe('forewarn scenario run', () => {
   it('runs a built-in instantly on the manual clock and exits 0', async () => {
     const { code, out } = await cli(['scenario', 'run', 'shared-host-never-approves', '--timing', 'dev']);

@@ -150,7 +150,7 @@ export function loadFleetFile(path: string): VmSpec[] {
 export function parseFleet(text: string, file: string): VmSpec[] {
   const source = new CheckedDocument(text, file, { error: FleetFileError, empty: 'the file is empty; expected a mapping with "vms"' });
   const parsed = FleetDocument.safeParse(source.data);
-  if (!parsed.success) throw source.first(issueProblems(parsed.error.issues));
+  if (!parsed.success) throw source.all(issueProblems(parsed.error.issues));
   // Sections are read in the order written, so a duplicate is reported where it occurs second.
   const order = Object.keys(source.data as object) as (keyof FleetDocument)[];
   const error = (problem: Problem) => source.error(problem);

@@ -6,6 +6,8 @@ import { FleetFileError, parseFleet } from '../fleet/file.js';
 import {
   CheckedDocument,
   DocumentError,
+  errorTelling,
+  type Located,
   MISSING,
   formatPath,
   issueProblems,
@@ -50,11 +52,25 @@ export function parseScenario(text: string, file: string): Scenario {
     empty: 'the scenario is empty; expected a mapping with name, fleet and steps',
   });
   const parsed = ScenarioDocumentSchema.safeParse(source.data);
-  if (!parsed.success) throw source.first(issueProblems(parsed.error.issues, scenarioWording));
+  // The fleet is checked even when the steps are not, so one run lists every problem in file order.
+  let fleet: VmSpec[] = [];
+  let fleetProblems: readonly Located[] = [];
+  try {
+    fleet = loadFleet(source, text);
+  } catch (err) {
+    if (!(err instanceof ScenarioError) || parsed.success) throw err;
+    fleetProblems = err.located;
+  }
+  if (!parsed.success) {
+    const located = [...source.locate(issueProblems(parsed.error.issues, scenarioWording)), ...fleetProblems];
+    throw errorTelling(
+      ScenarioError,
+      located.sort((a, b) => a.line - b.line || a.col - b.col),
+    );
+  }
   const written = parsed.data;
-  const fleet = loadFleet(source, text);
   const checked = checkSteps(written, fleet);
-  if (checked.problems.length > 0) throw source.first(checked.problems);
+  if (checked.problems.length > 0) throw source.all(checked.problems);
   return {
     name: written.name,
     description: written.description ?? '',
@@ -102,9 +118,15 @@ function loadFleet(source: CheckedDocument<ScenarioError>, text: string): VmSpec
     return parseFleet(masked, `${source.file}#fleet.yaml`);
   } catch (err) {
     if (!(err instanceof FleetFileError)) throw err;
-    // The fleet's place is this file's; its path is under `fleet`.
-    const path = err.path === '' ? 'fleet' : err.path.startsWith('[') ? `fleet${err.path}` : `fleet.${err.path}`;
-    throw new ScenarioError({ file: source.file, line: err.line, col: err.col, path, problem: err.problem });
+    // The fleet's places are this file's; its paths are under `fleet`.
+    const located = err.located.map((at) => ({
+      file: source.file,
+      line: at.line,
+      col: at.col,
+      path: at.path === '' ? 'fleet' : at.path.startsWith('[') ? `fleet${at.path}` : `fleet.${at.path}`,
+      problem: at.problem,
+    }));
+    throw errorTelling(ScenarioError, located);
   }
 }
 

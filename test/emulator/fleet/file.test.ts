@@ -560,6 +560,18 @@ describe('names across sections', () => {
   });
 });
 
+describe('every problem at once', () => {
+  it('a fleet file with several schema problems lists each at its line and column', () => {
+    const err = assertError(
+      () => parseFleet('vms:\n  - name: a\n    colour: red\n  - name: 7\n    tenant: [x]\n', 'fleet.yaml'),
+      /^fleet\.yaml:3:5: vms\[0\]\.colour: unknown key "colour"\nfleet\.yaml:4:11: vms\[1\]\.name: .+\nfleet\.yaml:5:13: vms\[1\]\.tenant: .+$/,
+    );
+    assert.equal(err.located.length, 3);
+    assert.equal(err.line, 3, 'the error’s own place is the first problem’s');
+    assert.doesNotMatch(err.message, /more problem/);
+  });
+});
+
 describe('examples/', () => {
   const examples = fileURLToPath(new URL('../../../examples/', import.meta.url));
   const load = (name: string) => engineOf(loadFleetFile(join(examples, name)));
