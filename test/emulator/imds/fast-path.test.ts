@@ -17,6 +17,7 @@ import { buildImdsServer } from '../../../src/emulator/imds/server.js';
 import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
 import { rawHttp } from '../../support/imds-client.js';
 import { T0 } from '../../support/imds-server.js';
+import { waitFor } from '../../support/wait.js';
 
 /** What the stand-in for fastify answers: the fast path handed the request on. */
 const HANDED_ON = 599;
@@ -131,16 +132,15 @@ describe('IMDS fast path: what it answers itself', () => {
 
 describe('IMDS fast path: activation', () => {
   it("holds a first request on a system clock, and answers the engine's 404 if the VM goes meanwhile", async () => {
-    // 6 s at timing x60: a 100 ms hold.
+    // 120 s at timing x60: a 2 s hold, ample on a loaded machine; the test waits for the hold, not for a time.
     const rig = await fastPathRig([{ name: 'a' }, { name: 'b' }], 0, {
       clock: new SystemClock(),
       timing: new Timing(60),
-      activation: { mode: 'realistic', firstCallDelaySeconds: 6 },
+      activation: { mode: 'realistic', firstCallDelaySeconds: 120 },
     });
     try {
       const held = rawHttp(rig.port, `${PLAIN.replace('/metadata', '/vms/a/metadata')}Connection: close\r\n\r\n`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      assert.equal(rig.engine.activationOf('a').status, 'enabling');
+      await waitFor('the first request held', () => rig.engine.activationOf('a').status === 'enabling', 5_000, 5);
       rig.engine.removeVm('a');
       const text = await held;
       assert.match(text, /^HTTP\/1\.1 404 /);
