@@ -47,6 +47,29 @@ export function envRefProblem(value: string): string | null {
   return rest.includes('${') ? 'malformed variable reference; write ${env:NAME}' : null;
 }
 
+/** Every `${env:NAME}` the config's http actions name that `env` lacks or has empty, each with where it is needed. */
+export function missingEnvRefs(config: Pick<AgentConfig, 'rules'>, env: NodeJS.ProcessEnv): { name: string; neededBy: string[] }[] {
+  const missing = new Map<string, string[]>();
+  const check = (value: string, where: string) => {
+    for (const [, name] of value.matchAll(ENV_REF)) {
+      const v = env[name!];
+      if (v !== undefined && v !== '') continue;
+      const list = missing.get(name!) ?? [];
+      if (!list.includes(where)) list.push(where);
+      missing.set(name!, list);
+    }
+  };
+  for (const rule of config.rules) {
+    for (const action of [...rule.actions, ...rule.onComplete, ...rule.onCancel]) {
+      if (action.type !== 'http') continue;
+      const at = `rule '${rule.name}' action '${action.name}'`;
+      check(action.url, `${at} url`);
+      for (const [header, value] of Object.entries(action.headers)) check(value, `${at} header ${header}`);
+    }
+  }
+  return [...missing].map(([name, neededBy]) => ({ name, neededBy }));
+}
+
 /** Compiles a rule's description pattern; matching ignores case, like every other match field. */
 export function compileDescription(pattern: string): RegExp {
   return new RegExp(pattern, 'i');

@@ -1,7 +1,7 @@
 // `forewarn agent --config FILE`: the per-VM daemon, until SIGTERM or SIGINT.
 import type { Command } from 'commander';
 import { Agent } from '../agent/agent.js';
-import { AgentConfigError, loadAgentConfig } from '../agent/config.js';
+import { AgentConfigError, loadAgentConfig, missingEnvRefs } from '../agent/config.js';
 import { LOG_LEVELS, createLogger, isLogLevel, type LogLevel } from '../agent/logger.js';
 import type { AgentConfig } from '../agent/types.js';
 import { CliError, UsageError, type Io } from './errors.js';
@@ -16,6 +16,8 @@ export interface AgentRequest {
   config: AgentConfig;
   dryRun: boolean;
   logLevel: LogLevel;
+  /** `${env:…}` references the environment lacks: only a dry run starts with any, and warns of each. */
+  missingSecrets: string[];
 }
 
 /** Loads and checks everything before anything starts; every problem is a UsageError (exit 2). */
@@ -44,7 +46,15 @@ export function parseAgentArgs(flags: RawAgentFlags, env: Io['env'] = {}): Agent
       throw new UsageError(`${source} must be an http(s) base URL such as http://169.254.169.254, got "${endpoint}"`);
     }
   }
-  return { config: { ...config, endpoint }, dryRun: flags.dryRun ?? false, logLevel: level };
+  // A secret the environment lacks would fail the first event that needs it, minutes before a Reboot: say so now.
+  const missingSecrets = missingEnvRefs(config, env).map(
+    ({ name, neededBy }) => `environment variable ${name} is not set (needed by ${neededBy.join(', ')})`,
+  );
+  const dryRun = flags.dryRun ?? false;
+  if (missingSecrets.length > 0 && !dryRun) {
+    throw new UsageError(`the agent config needs variables the environment lacks:\n${missingSecrets.map((m) => `  ${m}`).join('\n')}`);
+  }
+  return { config: { ...config, endpoint }, dryRun, logLevel: level, missingSecrets };
 }
 
 export function registerAgentCommand(program: Command, io: Io): void {
@@ -57,6 +67,7 @@ export function registerAgentCommand(program: Command, io: Io): void {
     .action(async (flags: RawAgentFlags) => {
       const request = parseAgentArgs(flags, io.env);
       const logger = createLogger({ level: request.logLevel });
+      for (const missing of request.missingSecrets) logger.warn({}, `dry run: ${missing}; a real run would not start`);
       const agent = new Agent({ config: request.config, logger, dryRun: request.dryRun, env: io.env });
       // First signal: stop polling and let running actions finish within the grace; a second: abort them now.
       let signals = 0;
