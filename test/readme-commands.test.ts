@@ -3,12 +3,14 @@
 // so a new command is either run or explained, and never run by accident (`npm pack`, say).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { spawnReady, type SpawnedEmulator } from './cli/spawn-emulator.js';
 import { cliCommand, outputOf, repo } from './support/cli.js';
+import { delay } from './support/wait.js';
 
 /**
  * Commands left out, each with why. Every entry must still match a README command, so a stale one fails.
@@ -205,7 +207,9 @@ test('every README shell command runs against the shipped examples and exits 0',
       }
       await flush();
       if (emulator) {
-        const code = await emulator.stop('SIGINT');
+        // A block may stop its own emulator (the --pidfile example): let it finish exiting first.
+        if (emulator.child.exitCode === null) await Promise.race([once(emulator.child, 'exit'), delay(1_000)]);
+        const code = emulator.child.exitCode ?? (await emulator.stop('SIGINT'));
         assert.equal(code, 0, `the emulator of the block at line ${block.line} stops with 0; stderr: ${emulator.stderr()}`);
       }
     }

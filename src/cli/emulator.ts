@@ -1,4 +1,5 @@
 // `forewarn emulator`: run the local Scheduled Events service until SIGINT/SIGTERM.
+import { readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Command } from 'commander';
 import { LATEST_API_VERSION } from '../protocol/versions.js';
@@ -16,6 +17,7 @@ import type { VmSpec } from '../emulator/engine/fleet.js';
 import { normalizeAllowedHost } from '../emulator/control/request-guard.js';
 import { isLoopback, parseHostPort, type HostPort } from './address.js';
 import { formatHostPort } from '../shared/host-port.js';
+import { writeFileAtomicSync } from '../shared/atomic-file.js';
 import { resolveToken } from './control-api.js';
 import { IMPACT_NEEDS_TOKEN } from '../emulator/impact/controller.js';
 import { CliError, UsageError, type Io } from './errors.js';
@@ -44,6 +46,7 @@ export interface RawEmulatorFlags {
   streamBufferKib?: string;
   maxRequestVms?: string;
   json?: boolean;
+  pidfile?: string;
 }
 
 export interface EmulatorCliOptions {
@@ -73,6 +76,8 @@ export interface EmulatorCliOptions {
   maxRequestVms: number;
   /** Print one JSON ready line on stdout and the human banner on stderr. */
   json?: boolean | undefined;
+  /** Where to write the emulator's own pid once it listens: npx and npm run wrap it in processes of their own. */
+  pidfile?: string | undefined;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -138,6 +143,7 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
     streamBufferKiB,
     maxRequestVms,
     json: flags.json ?? false,
+    ...(flags.pidfile !== undefined ? { pidfile: flags.pidfile } : {}),
   };
 }
 
@@ -221,8 +227,26 @@ export async function startEmulator(options: EmulatorCliOptions, io: Io, logStre
   if (emulator.restoredFrom && options.fleetPath) {
     io.stderr(`forewarn: carrying on from ${emulator.restoredFrom}; the fleet in ${options.fleetPath} is ignored (the state file wins)\n`);
   }
+  if (options.pidfile !== undefined) {
+    try {
+      writeFileAtomicSync(options.pidfile, `${process.pid}\n`);
+    } catch (err) {
+      await emulator.close();
+      throw new CliError(`cannot write --pidfile ${options.pidfile}: ${(err as Error).message}`);
+    }
+  }
   announce(io, emulator, urls, options);
   return { emulator, ...urls, handle };
+}
+
+/** Removes the pidfile at a clean stop, if it still names this process (another may have taken it since). */
+export function removePidfile(path: string | undefined): void {
+  if (path === undefined) return;
+  try {
+    if (readFileSync(path, 'utf8').trim() === String(process.pid)) rmSync(path, { force: true });
+  } catch {
+    // Gone already, or unreadable: nothing of ours to remove.
+  }
 }
 
 function listenProblem(err: NodeJS.ErrnoException & { address?: string; port?: number }, options: EmulatorCliOptions): string {
@@ -358,6 +382,7 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
       '--json',
       'print one JSON line on stdout once listening ({"event":"ready",imdsUrl,controlUrl,dashboardUrl,pid,version}); the banner goes to stderr',
     )
+    .option('--pidfile <FILE>', "write this process's pid to FILE once listening (before the ready line), and remove it at a clean stop")
     .action(async (flags: RawEmulatorFlags) => {
       const options = parseEmulatorOptions(flags, io.env);
       // The handlers go in before the ready line is printed: a supervisor may signal the moment it
@@ -390,6 +415,7 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
           emulator.close().then(
             () => {
               clearTimeout(grace);
+              removePidfile(options.pidfile);
               resolve();
             },
             (err: Error) => {

@@ -30,3 +30,24 @@ test('--json prints exactly one ready line with both URLs, and the banner on std
   assert.equal(code, 0, emulator.stderr());
   assert.equal(emulator.stdout(), `${JSON.stringify(emulator.ready)}\n`, 'nothing but the ready line on stdout, even after stopping');
 });
+
+test('--pidfile holds the emulator’s own pid once it listens, and goes when it stops', { timeout: 60_000 }, async () => {
+  const { existsSync, mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'forewarn-pidfile-'));
+  const pidfile = join(dir, 'emulator.pid');
+  const emulator = await spawnEmulator(['--clock', 'manual', '--pidfile', pidfile]);
+  try {
+    // Written before the ready line: a script that saw the line can read the file.
+    assert.equal(readFileSync(pidfile, 'utf8'), `${emulator.ready.pid}\n`);
+    assert.equal(emulator.ready.pid, emulator.child.pid);
+  } finally {
+    assert.equal(await emulator.stop('SIGTERM'), 0, emulator.stderr());
+  }
+  assert.equal(existsSync(pidfile), false, 'removed at a clean stop');
+  const bad = await spawnEmulator(['--pidfile', join(dir, 'no', 'such', 'dir', 'e.pid')]).catch((err: Error) => err);
+  assert.ok(bad instanceof Error, 'an unwritable pidfile stops the start');
+  assert.match(bad.message, /--pidfile .*e\.pid: /);
+  rmSync(dir, { recursive: true, force: true });
+});
