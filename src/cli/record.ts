@@ -63,6 +63,7 @@ export interface RawRecordFlags extends EndpointFlags {
   anonymise?: boolean;
   fromWatch?: string;
   maxDocumentBytes?: string;
+  quiet?: boolean;
 }
 
 export interface RecordRequest extends EndpointRequest {
@@ -77,6 +78,8 @@ export interface RecordRequest extends EndpointRequest {
   fromWatch: string | null;
   /** A body past this many bytes stops the recording, unread. */
   maxDocumentBytes: number;
+  /** Print only problems and the summary, not where it records or each change. */
+  quiet: boolean;
 }
 
 /** Checks the flags without any I/O; problems are UsageErrors (exit 2). */
@@ -117,6 +120,7 @@ export function parseRecordArgs(flags: RawRecordFlags, env: Io['env'] = {}): Rec
     anonymise: flags.anonymise ?? false,
     fromWatch: flags.fromWatch ?? null,
     maxDocumentBytes,
+    quiet: flags.quiet ?? false,
   };
 }
 
@@ -168,6 +172,10 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
     const ended = new Set<string>();
     let changes = 0;
     let failures = 0;
+    const say = (text: string) => {
+      if (!request.quiet) io.stderr(`forewarn record: ${text}\n`);
+    };
+    say(`recording ${printable(request.endpoint)} to ${printable(request.output)}; Ctrl-C to stop`);
     while (!stop.aborted) {
       try {
         const doc = await client.getDocument({ signal: stop });
@@ -193,8 +201,11 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
           // Never earlier than the line before, even if the wall clock steps back.
           lastAt = Math.max(lastAt, now() - startedAt);
           const change = { at: lastAt, document };
-          write(changeLine(anonymiser ? anonymiser.change(change) : change));
+          const written = anonymiser ? anonymiser.change(change) : change;
+          write(changeLine(written));
           changes++;
+          // As written: with --anonymise, the screen shows no more than the file does.
+          say(`change ${changes} at +${(lastAt / 1000).toFixed(1).replace(/\.0$/, '')}s: ${describeDocument(written.document)}`);
           const live = new Set(document.Events.map((e) => e.EventId.toUpperCase()));
           for (const id of live) seen.add(id);
           for (const id of seen) if (!live.has(id)) ended.add(id);
@@ -225,6 +236,13 @@ export async function runRecord(request: RecordRequest, io: Io, deps: RecordDeps
     clearTimeout(timer);
     closeSync(fd);
   }
+}
+
+/** One line on a document as written, escaped: what a person watching the recording wants to see. */
+function describeDocument(document: RawDocument): string {
+  const events = document.Events.map((e) => `${String(e.EventId)} ${String(e.EventType)} ${String(e.EventStatus)}`);
+  const what = events.length === 0 ? 'no events' : `${events.length} event${events.length === 1 ? '' : 's'}: ${events.join(', ')}`;
+  return printable(`incarnation ${document.DocumentIncarnation}, ${what}`, MAX_PRINTED_ERROR);
 }
 
 /** IMDS compute, when it answers: who was recorded. */
@@ -299,6 +317,7 @@ export function registerRecordCommand(program: Command, io: Io): void {
     .option('--events <N>', 'stop once N events have come and gone')
     .option('--anonymise', 'replace VM names, EventIds and descriptions, consistently')
     .option('--from-watch <FILE>', 'convert a `forewarn watch --json` log instead of polling')
+    .option('--quiet', 'print only problems and the summary, not where it records and each change')
     .option(
       '--max-document-bytes <N>',
       `stop at an answer larger than this, unread (default ${DEFAULT_MAX_DOCUMENT_BYTES}, at most ${MAX_DOCUMENT_BYTES_RANGE.max})`,

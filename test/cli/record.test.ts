@@ -63,6 +63,26 @@ describe('forewarn record', () => {
       'in time order',
     );
     assert.match(io.err, /4 changes of 1 event written to /);
+    // Where it records, at once, and each change as it is written: nothing is silent until the end.
+    const said = io.err.split('\n');
+    assert.match(said[0]!, new RegExp(`^forewarn record: recording ${imdsUrl}/vms/WestNO_0 to .+; Ctrl-C to stop$`));
+    const progress = said.filter((l) => /^forewarn record: change \d+ at \+\d+(\.\d)?s: incarnation \d+, /.test(l));
+    assert.equal(progress.length, 4, io.err);
+    assert.match(progress[1]!, new RegExp(`1 event: ${id} Freeze Scheduled`));
+    assert.match(progress[3]!, /no events/);
+  });
+
+  it('--quiet prints only problems and the summary', async () => {
+    const path = output();
+    const request = parseRecordArgs({ endpoint: `${imdsUrl}/vms/WestNO_0`, output: path, interval: '0.2', events: '1', quiet: true });
+    const io = captureIo();
+    emulator.engine.reset();
+    const done = runRecord(request, io, { signal: new AbortController().signal });
+    await waitFor('the header', () => (lines(path).length >= 2 ? true : undefined), 10_000, 20);
+    await playFreeze(emulator, () => lines(path).length - 1);
+    await done;
+    assert.deepEqual(io.err.split('\n').filter(Boolean).length, 1, io.err);
+    assert.match(io.err, /^forewarn record: 4 changes of 1 event written to /);
   });
 
   it('anonymises as it records: no VM name, EventId or description of the original', async () => {
