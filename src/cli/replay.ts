@@ -20,6 +20,7 @@ export interface RawReplayFlags extends TokenFlags {
   clock?: string;
   timing?: string;
   allowHost?: string[];
+  json?: boolean;
 }
 
 export interface ReplayRequest {
@@ -111,6 +112,20 @@ export async function runReplay(request: ReplayRequest, io: Io, signal: AbortSig
   return replay;
 }
 
+/** What a person reads at the end: who approved what, and whether the code under test did as the recording shows. */
+export function replaySummary(report: { clientApprovals: string[]; recordedApprovals: string[]; divergences: unknown[] }): string {
+  const list = (ids: string[]) => (ids.length === 0 ? '' : ` (${ids.map((id) => printable(id, 200)).join(', ')})`);
+  const events = (n: number) => `${n} event${n === 1 ? '' : 's'}`;
+  const n = report.divergences.length;
+  return (
+    [
+      `forewarn replay: the code under test approved ${events(report.clientApprovals.length)}${list(report.clientApprovals)};`,
+      `the recording shows ${events(report.recordedApprovals.length)} approved${list(report.recordedApprovals)};`,
+      n === 0 ? 'no divergence' : `${n} divergence${n === 1 ? '' : 's'} (above, on stderr)`,
+    ].join(' ') + '\n'
+  );
+}
+
 export function registerReplayCommand(program: Command, io: Io): void {
   program
     .command('replay')
@@ -127,6 +142,7 @@ export function registerReplayCommand(program: Command, io: Io): void {
       'also answer control requests without a token sent to this host name or address (repeatable); loopback names always work',
       (name: string, names: string[] | undefined) => [...(names ?? []), name],
     )
+    .option('--json', 'end with one JSON line (replay, clientApprovals, recordedApprovals, divergences) instead of a summary')
     .action(async (file: string, flags: RawReplayFlags) => {
       const request = await withPrintableErrors(async () => parseReplayArgs(file, flags, io.env));
       const status = await withPrintableErrors(() => untilStopped(async (signal) => (await runReplay(request, io, signal)).status()));
@@ -136,8 +152,8 @@ export function registerReplayCommand(program: Command, io: Io): void {
         recordedApprovals: status.recordedApprovals,
         divergences: status.divergences,
       };
-      // EventIds come from the recording: neither line may carry a control character to the terminal.
-      io.stdout(`${printableJson(report)}\n`);
+      // EventIds come from the recording: nothing printed may carry a control character to the terminal.
       for (const d of status.divergences) io.stderr(`forewarn replay: divergence: ${printable(d.message)}\n`);
+      io.stdout(flags.json === true ? `${printableJson(report)}\n` : replaySummary(report));
     });
 }

@@ -19,7 +19,7 @@ it('escapes the recording’s EventIds and VM name in the banner, the divergence
   const vmName = 'vm\u001b]0;owned\u0007';
   const file = join(dir, 'hostile.jsonl');
   writeFileSync(file, serializeRecording(sampleRecording({ eventId, vmName })));
-  const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
+  const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', '--json']);
   const [, controlUrl] = await proc.waitForOutput(/Control:\s+(\S+)/);
   const res = await fetch(`${controlUrl}/v1/clock/advance`, {
     method: 'POST',
@@ -38,5 +38,26 @@ it('escapes the recording’s EventIds and VM name in the banner, the divergence
   assert.match(
     lines[0]!,
     /^forewarn replay: divergence: the recording shows E\\x1b\[1A\\x1b\[2K\\rforewarn replay: no divergence\\x9b\\u202e approved/,
+  );
+});
+
+it('ends with a summary a person reads (JSON only with --json), the recording’s ids escaped', async () => {
+  const eventId = 'E\u001b[2K1';
+  const file = join(dir, 'summary.jsonl');
+  writeFileSync(file, serializeRecording(sampleRecording({ eventId, vmName: 'vm0' })));
+  const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
+  const [, controlUrl] = await proc.waitForOutput(/Control:\s+(\S+)/);
+  const res = await fetch(`${controlUrl}/v1/clock/advance`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ seconds: 60 }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(await proc.stop('SIGINT'), 0, proc.stderr);
+  const last = proc.stdout.trim().split('\n').at(-1)!;
+  assert.doesNotMatch(proc.stdout, RAW, JSON.stringify(proc.stdout));
+  assert.equal(
+    last,
+    'forewarn replay: the code under test approved 0 events; the recording shows 1 event approved (E\\x1b[2K1); 1 divergence (above, on stderr)',
   );
 });

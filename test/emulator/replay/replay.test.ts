@@ -194,7 +194,7 @@ describe('replay', () => {
     const file = join(dir, 'cli.jsonl');
     const { writeFileSync } = await import('node:fs');
     writeFileSync(file, serializeRecording(original));
-    const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
+    const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', '--json']);
     const [, imdsUrl, controlUrl] = await proc.waitForOutput(/IMDS:\s+(\S+)\nControl:\s+(\S+)/);
     const client = new ScheduledEventsClient({ endpoint: imdsUrl! });
     assert.equal((await client.getDocument()).events.length, 0);
