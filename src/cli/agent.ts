@@ -4,11 +4,13 @@ import { Agent } from '../agent/agent.js';
 import { AgentConfigError, loadAgentConfig, missingEnvRefs } from '../agent/config.js';
 import { LOG_LEVELS, createLogger, isLogLevel, type LogLevel } from '../agent/logger.js';
 import type { AgentConfig } from '../agent/types.js';
+import { runAgentCheck } from './agent-check.js';
 import { CliError, UsageError, type Io } from './errors.js';
 
 export interface RawAgentFlags {
   config: string;
   dryRun?: boolean;
+  check?: boolean;
   logLevel?: string;
 }
 
@@ -64,7 +66,17 @@ export function registerAgentCommand(program: Command, io: Io): void {
     .requiredOption('--config <FILE>', 'agent config, YAML or JSON (see examples/agent.yaml)')
     .option('--dry-run', 'log every decision and do nothing: no actions, no approvals, no journal writes')
     .option('--log-level <LEVEL>', `one of ${LOG_LEVELS.join(', ')}`, 'info')
+    .option(
+      '--check',
+      'check the config, its secrets, IMDS, the fleet store and node, say what each event type would do, and exit (1 on any problem)',
+    )
     .action(async (flags: RawAgentFlags) => {
+      if (flags.check === true) {
+        // Missing secrets are the check's to report, with everything else, rather than stop it.
+        const problems = await runAgentCheck(parseAgentArgs({ ...flags, dryRun: true }, io.env), flags.config, io);
+        if (problems > 0) throw new CliError(`the check found ${problems} problem${problems === 1 ? '' : 's'}`);
+        return;
+      }
       const request = parseAgentArgs(flags, io.env);
       const logger = createLogger({ level: request.logLevel });
       for (const missing of request.missingSecrets) logger.warn({}, `dry run: ${missing}; a real run would not start`);
