@@ -14,12 +14,11 @@ after(() => CliProcess.killAll());
 // eslint-disable-next-line no-control-regex -- finding control characters is the point
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 
-it('escapes the recording’s EventIds and VM name in the banner, the divergence lines and the JSON report', async () => {
-  const eventId = 'E\u001b[1A\u001b[2K\rforewarn replay: no divergence\u009b\u202e';
-  const vmName = 'vm\u001b]0;owned\u0007';
-  const file = join(dir, 'hostile.jsonl');
-  writeFileSync(file, serializeRecording(sampleRecording({ eventId, vmName })));
-  const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', '--json']);
+/** Replays a sample recording on the manual clock, a minute past its end, then stops it with SIGINT (exit 0). */
+async function replayThrough(name: string, sample: { eventId: string; vmName: string }, flags: string[] = []): Promise<CliProcess> {
+  const file = join(dir, name);
+  writeFileSync(file, serializeRecording(sampleRecording(sample)));
+  const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual', ...flags]);
   const [, controlUrl] = await proc.waitForOutput(/Control:\s+(\S+)/);
   const res = await fetch(`${controlUrl}/v1/clock/advance`, {
     method: 'POST',
@@ -28,6 +27,13 @@ it('escapes the recording’s EventIds and VM name in the banner, the divergence
   });
   assert.equal(res.status, 200);
   assert.equal(await proc.stop('SIGINT'), 0, proc.stderr);
+  return proc;
+}
+
+it('escapes the recording’s EventIds and VM name in the banner, the divergence lines and the JSON report', async () => {
+  const eventId = 'E\u001b[1A\u001b[2K\rforewarn replay: no divergence\u009b\u202e';
+  const vmName = 'vm\u001b]0;owned\u0007';
+  const proc = await replayThrough('hostile.jsonl', { eventId, vmName }, ['--json']);
   assert.doesNotMatch(proc.stdout, RAW, JSON.stringify(proc.stdout));
   assert.doesNotMatch(proc.stderr, RAW, JSON.stringify(proc.stderr));
   assert.match(proc.stdout, /on vm\\x1b\]0;owned\\x07/, 'the banner names the VM, escaped');
@@ -43,17 +49,7 @@ it('escapes the recording’s EventIds and VM name in the banner, the divergence
 
 it('ends with a summary a person reads (JSON only with --json), the recording’s ids escaped', async () => {
   const eventId = 'E\u001b[2K1';
-  const file = join(dir, 'summary.jsonl');
-  writeFileSync(file, serializeRecording(sampleRecording({ eventId, vmName: 'vm0' })));
-  const proc = new CliProcess(['replay', file, '--imds', '127.0.0.1:0', '--control', '127.0.0.1:0', '--clock', 'manual']);
-  const [, controlUrl] = await proc.waitForOutput(/Control:\s+(\S+)/);
-  const res = await fetch(`${controlUrl}/v1/clock/advance`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ seconds: 60 }),
-  });
-  assert.equal(res.status, 200);
-  assert.equal(await proc.stop('SIGINT'), 0, proc.stderr);
+  const proc = await replayThrough('summary.jsonl', { eventId, vmName: 'vm0' });
   const last = proc.stdout.trim().split('\n').at(-1)!;
   assert.doesNotMatch(proc.stdout, RAW, JSON.stringify(proc.stdout));
   assert.equal(
