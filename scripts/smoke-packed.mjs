@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // Smoke test of the packages as users get them: pack forewarn and @forewarn/client, install both
 // tarballs with --omit=dev into an empty project, run the CLI and import every export with the given
-// Node binary; install @forewarn/client alone and check it brings nothing else; type-check a
-// consumer with moduleResolution NodeNext; run publint and attw on each tarball.
+// Node binary; check npm warns of no install script of ours and that none of the optional peers
+// (Kubernetes, etcd, Azure clients) came along; install @forewarn/client alone and check it brings
+// nothing else; type-check a consumer with moduleResolution NodeNext; run publint and attw on each
+// tarball; last, the agent names a missing peer (etcd3) and finds it once installed.
 //
 //   node scripts/smoke-packed.mjs [NODE_BINARY] [--tarball FILE]... [--no-static]
 //
@@ -24,6 +26,18 @@ const STOP_TIMEOUT_MS = 10_000;
 const IMPORT_TIMEOUT_MS = 30_000;
 const SCHEDULED_EVENTS = '/metadata/scheduledevents?api-version=2020-07-01';
 const MAIN = 'forewarn';
+/** The optional peers (package.json peerDependenciesMeta): a plain install brings none of them. */
+const ROOT_MANIFEST = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
+const PEERS = Object.keys(ROOT_MANIFEST.peerDependenciesMeta ?? {});
+/** An agent config that needs etcd3, for the check that a missing peer is named. */
+const ETCD_AGENT = [
+  'endpoint: http://127.0.0.1:9',
+  'vmName: vm0',
+  'budget: { backend: etcd, endpoints: ["http://127.0.0.1:9"], group: smoke, slots: 1 }',
+  'rules:',
+  '  - { name: freeze, match: { eventType: Freeze }, approval: immediately }',
+  '',
+].join('\n');
 const CLIENT = '@forewarn/client';
 // [choice] The packages are ESM only (Node >= 20.18 has no require(esm) by default), so attw's one
 // finding for CommonJS consumers, cjs-resolves-to-esm, is expected; every other rule, node10 included
@@ -56,14 +70,14 @@ function tail(text, lines = 12) {
   return text.trim().split('\n').slice(-lines).join('\n    ');
 }
 
-function run(command, args, { cwd, env, input } = {}) {
-  const result = spawnSync(command, args, { cwd, env, input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+function run(command, args, { cwd, env, input, timeout } = {}) {
+  const result = spawnSync(command, args, { cwd, env, input, timeout, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   return { code: result.status, signal: result.signal, stdout: result.stdout ?? '', stderr: result.stderr ?? '', error: result.error };
 }
 
 function pack(work) {
-  // Runs `prepare`/`prepack` (the builds), so the tarballs hold what the current sources compile to.
-  const result = run('npm', ['pack', '--json', '--workspaces', '--include-workspace-root', '--pack-destination', work], { cwd: ROOT });
+  // Runs `prepack` (the builds), so the tarballs hold what the current sources compile to.
+  const result = run('npm', ['pack', '--json', '-w', CLIENT, '--include-workspace-root', '--pack-destination', work], { cwd: ROOT });
   if (result.code !== 0) {
     fail('npm pack', `exit ${result.code}\n    ${tail(result.stderr + result.stdout)}`);
     return undefined;
@@ -98,6 +112,13 @@ function install(node, env, project, tarballs, label) {
     return false;
   }
   pass(name, tail(result.stdout, 1));
+  // A tarball with an install-time script (`prepare` kept in the manifest, say) makes npm warn of it.
+  const scripts = (result.stderr + result.stdout)
+    .split('\n')
+    .filter((line) => /install-scripts|forewarn.*\((pre|post)?(install|prepare)/.test(line));
+  const ours = scripts.filter((line) => /forewarn/.test(line));
+  if (ours.length > 0) fail(`no install scripts of ours (${label})`, `\n    ${ours.join('\n    ')}`);
+  else pass(`no install scripts of ours (${label})`);
   // An engines range that excludes this Node is a warning by default and an error with engine-strict.
   const engine = (result.stderr + result.stdout).split('\n').filter((line) => line.includes('EBADENGINE'));
   if (engine.length > 0) fail(`no EBADENGINE warnings (${label})`, `\n    ${engine.join('\n    ')}`);
@@ -213,6 +234,41 @@ function checkAttw(tarball) {
     ?.trim();
   if (result.code === 0) pass(name, verdict ?? 'exit 0');
   else fail(name, `exit ${result.code}\n    ${tail(result.stdout + result.stderr, 40)}`);
+}
+
+/** A plain install is lean: none of the optional peers, and its size said. */
+function checkLean(node, env, project) {
+  const name = `npm install forewarn brings none of the optional peers (${PEERS.join(', ')})`;
+  const present = PEERS.filter((peer) => existsSync(join(project, 'node_modules', peer, 'package.json')));
+  const du = run('du', ['-sk', join(project, 'node_modules')]);
+  const count =
+    run(node, [npmCli(), 'ls', '--omit=dev', '--all', '--parseable'], { cwd: project, env }).stdout.trim().split('\n').length - 1;
+  const size = du.code === 0 ? `${(Number(du.stdout.split('\t')[0]) / 1024).toFixed(0)} MB` : 'size unknown';
+  if (PEERS.length === 0) fail(name, 'package.json declares no optional peers');
+  else if (present.length > 0) fail(name, `installed: ${present.join(', ')}`);
+  else pass(name, `${count} packages, ${size} in node_modules`);
+}
+
+/** The agent with an etcd budget: refused at start naming etcd3 while it is missing; past that once it is installed. */
+function checkPeerNamed(node, env, project) {
+  const config = join(project, 'agent-etcd.yaml');
+  writeFileSync(config, ETCD_AGENT);
+  const bin = join(project, 'node_modules', '.bin', 'forewarn');
+  // With etcd3 there, the agent would start and wait for IMDS for ever: the timeout ends it.
+  const missing = run(bin, ['agent', '--config', config], { cwd: project, env, timeout: START_TIMEOUT_MS });
+  const name = 'forewarn agent with an etcd budget, etcd3 missing: exit 2, names it';
+  const range = ROOT_MANIFEST.peerDependencies?.etcd3;
+  if (missing.code === 2 && missing.stderr.includes(`npm install etcd3@${range}`) && !/^\s+at /m.test(missing.stderr)) pass(name);
+  else fail(name, `exit ${missing.code ?? missing.signal}\n    ${tail(missing.stderr + missing.stdout)}`);
+  const install = run(node, [npmCli(), 'install', '--no-audit', '--no-fund', '--prefer-offline', `etcd3@${range}`], { cwd: project, env });
+  const after = 'forewarn agent --check after `npm install etcd3`: the package is found, the store is tried';
+  if (install.code !== 0) {
+    fail(after, `npm install etcd3 exit ${install.code}\n    ${tail(install.stderr + install.stdout)}`);
+    return;
+  }
+  const check = run(bin, ['agent', '--check', '--config', config], { cwd: project, env, timeout: START_TIMEOUT_MS * 3 });
+  if (!check.stdout.includes('needs the package') && /problem +fleet store etcd/.test(check.stdout)) pass(after);
+  else fail(after, `exit ${check.code}\n    ${tail(check.stdout + check.stderr)}`);
 }
 
 function checkVersion(env, project, expected) {
@@ -417,6 +473,7 @@ async function main() {
     if (!install(options.node, env, project, [...byName.values()], 'all packages')) return;
     const manifest = JSON.parse(readFileSync(join(project, 'node_modules', MAIN, 'package.json'), 'utf8'));
     checkVersion(env, project, manifest.version);
+    checkLean(options.node, env, project);
     await checkEmulator(env, project);
     checkExportFiles(project, manifest);
     const checks = exportsToCheck(manifest);
@@ -435,9 +492,11 @@ async function main() {
     );
 
     if (!options.static) {
-      skip('tsc, publint, attw', '--no-static');
+      skip('tsc, publint, attw, installing a peer', '--no-static');
       return;
     }
+    // Last: it installs etcd3 into the project.
+    checkPeerNamed(options.node, env, project);
     checkTypes(project);
     for (const file of byName.values()) {
       await checkPublint(file);

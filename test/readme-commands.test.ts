@@ -17,11 +17,17 @@ import { delay } from './support/wait.js';
  * Keys are commands with their trailing `# comment` removed.
  */
 const LEFT_OUT: Record<string, string> = {
-  'npm pack --workspaces --include-workspace-root':
+  'npm pack -w @forewarn/client --include-workspace-root':
     "packs and builds both packages; CI's packed-install step (scripts/smoke-packed.mjs) does that",
   'npm install --save-dev /path/to/forewarn-0.1.0.tgz /path/to/forewarn-client-0.1.0.tgz':
     "installs into another project; CI's packed-install step does that",
   'npm install': 'the test already runs in an installed clone; installing again would fetch from the registry',
+  'docker build --target emulator -t forewarn-emulator .':
+    'needs a Docker engine; .ci/docker-build builds and runs the image where one runs',
+  'docker run --rm -p 127.0.0.1:8169:8169 -p 127.0.0.1:8170:8170 forewarn-emulator':
+    'needs a Docker engine; .ci/docker-build runs the image',
+  'docker run --rm -p 127.0.0.1:8169:8169 -p 127.0.0.1:8170:8170 forewarn-emulator --imds 0.0.0.0:8169 --control 0.0.0.0:8170 --timing dev --clock manual':
+    'needs a Docker engine; .ci/docker-build runs the image',
   'npm start': 'runs until Ctrl-C; it is `forewarn emulator` with no flags, which this test starts as the default emulator',
   'npm test': 'the whole test suite, this test included',
   'npx forewarn watch --json | jq .': 'runs until Ctrl-C; test/cli/client-commands.test.ts drives watch',

@@ -41,6 +41,7 @@ import { KubernetesRuntime, type KubernetesStep } from './kubernetes/runtime.js'
 import { NodeIdentityError } from './kubernetes/node.js';
 import { FleetCoordinator, type FleetStep } from './coordination/coordinator.js';
 import { createStore } from './coordination/open-store.js';
+import { PEERS, loadPeer, usesKubernetes } from './peers.js';
 import type { Claim, FleetStore } from './coordination/store.js';
 
 export interface AgentOptions {
@@ -385,8 +386,7 @@ export class Agent {
    * server that does not answer yet is asked again, as IMDS is.
    */
   async #startKubernetes(): Promise<void> {
-    const used = this.config.rules.some((r) => [...r.actions, ...r.onComplete, ...r.onCancel].some((a) => a.type === 'kubernetes'));
-    if (!used) return;
+    if (!usesKubernetes(this.config)) return;
     const nodeName = this.config.kubernetes.nodeName ?? this.#env.NODE_NAME ?? '';
     if (nodeName === '') {
       throw new Error(
@@ -395,7 +395,7 @@ export class Agent {
     }
     let api = this.#kubeApi;
     if (api === undefined) {
-      const { ClientNodeApi, loadKubeConfig } = await import('./kubernetes/client-node-api.js');
+      const { ClientNodeApi, loadKubeConfig } = await loadPeer(PEERS.kubernetes, () => import('./kubernetes/client-node-api.js'));
       api = new ClientNodeApi(loadKubeConfig(this.#env));
     }
     const runtime = new KubernetesRuntime({

@@ -5,6 +5,7 @@
 import { createStore } from '../agent/coordination/open-store.js';
 import { resolveVmIdentity } from '../agent/identity.js';
 import { takesFleetSlot } from '../agent/leader.js';
+import { PEERS, loadPeer, missingText, usesKubernetes } from '../agent/peers.js';
 import { matchRule } from '../agent/rules.js';
 import type { AgentConfig, Rule } from '../agent/types.js';
 import { ScheduledEventsClient, type ScheduledEvent } from '../client/index.js';
@@ -27,6 +28,10 @@ export async function runAgentCheck(request: AgentRequest, file: string, io: Io)
   };
   ok(`${printable(file)}: ${config.rules.length} rule${config.rules.length === 1 ? '' : 's'}`);
   for (const missing of request.missingSecrets) problem(missing);
+  for (const missing of request.missingPackages) problem(missingText(missing));
+  // A check whose client is missing would only say so again.
+  const lacksKubernetes = request.missingPackages.includes(PEERS.kubernetes);
+  const lacksStore = request.missingPackages.some((p) => p !== PEERS.kubernetes);
   const client = new ScheduledEventsClient({
     ...(config.endpoint !== null ? { endpoint: config.endpoint } : {}),
     apiVersion: config.apiVersion,
@@ -47,7 +52,7 @@ export async function runAgentCheck(request: AgentRequest, file: string, io: Io)
   } catch (err) {
     problem((err as Error).message);
   }
-  if (config.budget !== null) {
+  if (config.budget !== null && !lacksStore) {
     try {
       const store = await createStore(config.budget, vmName ?? 'forewarn-check', io.env);
       try {
@@ -60,14 +65,10 @@ export async function runAgentCheck(request: AgentRequest, file: string, io: Io)
       problem(`fleet store ${config.budget.backend}: ${(err as Error).message}`);
     }
   }
-  if (usesKubernetes(config)) await checkKubernetes(config, io.env, ok, problem);
+  if (usesKubernetes(config) && !lacksKubernetes) await checkKubernetes(config, io.env, ok, problem);
   for (const line of whatEachTypeDoes(config, vmName ?? config.vmName ?? 'this-vm')) io.stdout(`         ${line}\n`);
   io.stdout(problems.length === 0 ? 'no problems\n' : `${problems.length} problem${problems.length === 1 ? '' : 's'}\n`);
   return problems.length;
-}
-
-function usesKubernetes(config: AgentConfig): boolean {
-  return config.rules.some((r) => [...r.actions, ...r.onComplete, ...r.onCancel].some((a) => a.type === 'kubernetes'));
 }
 
 async function checkKubernetes(
@@ -82,7 +83,7 @@ async function checkKubernetes(
     return;
   }
   try {
-    const { ClientNodeApi, loadKubeConfig } = await import('../agent/kubernetes/client-node-api.js');
+    const { ClientNodeApi, loadKubeConfig } = await loadPeer(PEERS.kubernetes, () => import('../agent/kubernetes/client-node-api.js'));
     const node = await new ClientNodeApi(loadKubeConfig(env)).getNode(nodeName);
     ok(`Kubernetes node ${printable(node.name)} is reachable`);
   } catch (err) {

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { Agent } from '../agent/agent.js';
 import { AgentConfigError, loadAgentConfig, missingEnvRefs } from '../agent/config.js';
 import { LOG_LEVELS, createLogger, isLogLevel, type LogLevel } from '../agent/logger.js';
+import { missingPeers, missingText, type NeededPeer } from '../agent/peers.js';
 import type { AgentConfig } from '../agent/types.js';
 import { runAgentCheck } from './agent-check.js';
 import { CliError, UsageError, type Io } from './errors.js';
@@ -20,6 +21,8 @@ export interface AgentRequest {
   logLevel: LogLevel;
   /** `${env:…}` references the environment lacks: only a dry run starts with any, and warns of each. */
   missingSecrets: string[];
+  /** Optional packages the config needs and this install lacks: no run starts with any; --check reports them. */
+  missingPackages: NeededPeer[];
 }
 
 /** Loads and checks everything before anything starts; every problem is a UsageError (exit 2). */
@@ -56,7 +59,14 @@ export function parseAgentArgs(flags: RawAgentFlags, env: Io['env'] = {}): Agent
   if (missingSecrets.length > 0 && !dryRun) {
     throw new UsageError(`the agent config needs variables the environment lacks:\n${missingSecrets.map((m) => `  ${m}`).join('\n')}`);
   }
-  return { config: { ...config, endpoint }, dryRun, logLevel: level, missingSecrets };
+  // The clients of Kubernetes, etcd and Azure are optional peers: a config that needs one that is missing cannot run, even dry.
+  const missingPackages = missingPeers(config, env);
+  if (missingPackages.length > 0 && !(flags.check ?? false)) {
+    throw new UsageError(
+      `the agent config needs packages this install lacks:\n${missingPackages.map((m) => `  ${missingText(m)}`).join('\n')}`,
+    );
+  }
+  return { config: { ...config, endpoint }, dryRun, logLevel: level, missingSecrets, missingPackages };
 }
 
 export function registerAgentCommand(program: Command, io: Io): void {

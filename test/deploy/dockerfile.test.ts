@@ -1,5 +1,6 @@
-// The agent's Dockerfile, checked without a Docker engine (none runs on the project's machines;
-// .ci/docker-build builds the image and starts it where one does).
+// The Dockerfile, checked without a Docker engine (none runs on the project's machines;
+// .ci/docker-build builds both images and starts them where one does). Its last stage is the agent's
+// image, the default target; the `emulator` target is the emulator's.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
@@ -150,6 +151,17 @@ function readJsonc(path: string): { compilerOptions?: { rootDir?: string; outDir
 const text = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const stages = stagesOf(parseDockerfile(text));
 const final = stages.at(-1)!;
+const emulator = stages.find((s) => s.name === 'emulator') ?? assert.fail('no stage named emulator (docker build --target emulator)');
+/** The stages an image is made of: the emulator's and the agent's (the default). */
+const images = [emulator, final];
+/** npm lifecycle scripts `npm ci` runs in the package itself. */
+const INSTALL_SCRIPTS = ['preinstall', 'install', 'postinstall', 'prepare', 'dependencies'];
+const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+  packages: Record<string, { optional?: boolean; dev?: boolean; devOptional?: boolean }>;
+};
+const peers = Object.keys(
+  (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { peerDependenciesMeta?: object }).peerDependenciesMeta ?? {},
+);
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Package;
 const dockerignore = existsSync(join(ROOT, '.dockerignore'))
   ? readFileSync(join(ROOT, '.dockerignore'), 'utf8')
@@ -218,9 +230,9 @@ describe('Dockerfile', () => {
   });
 
   it('copies from a build stage only what that stage copied in or `npm run build` wrote there', () => {
-    for (const copy of copiesOf(final).filter((c) => c.from !== null)) {
+    for (const copy of images.flatMap((image) => copiesOf(image)).filter((c) => c.from !== null)) {
       const from = stages.find((s) => s.name === copy.from) ?? assert.fail(`Dockerfile:${copy.line}: no stage named ${copy.from}`);
-      assert.notEqual(from, final);
+      assert.ok(!images.includes(from), `Dockerfile:${copy.line}: copies from another image's stage`);
       const workdir = workdirOf(from);
       const present = [
         ...copiesOf(from).flatMap((c) => c.sources.map((s) => copiedTo(c, s, workdirOf(from)))),
@@ -236,26 +248,68 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('installs without install scripts, since `prepare` would build too early; production dependencies only at run time', () => {
+  it('installs without install scripts, since the build script would run too early; production dependencies only at run time', () => {
     const installs = stages.flatMap((s) =>
       s.instructions.filter((i) => i.op === 'RUN' && /\bnpm (ci|install)\b/.test(i.args)).map((i) => ({ s, i })),
     );
-    assert.ok(installs.length >= 2);
-    if (pkg.scripts.prepare !== undefined) {
-      for (const { i } of installs)
-        assert.match(i.args, /--ignore-scripts/, `Dockerfile:${i.line}: npm would run prepare (${pkg.scripts.prepare})`);
+    assert.ok(installs.length >= 3);
+    const scripts = INSTALL_SCRIPTS.filter((name) => pkg.scripts[name] !== undefined);
+    for (const { i } of installs) {
+      if (scripts.length > 0) assert.match(i.args, /--ignore-scripts/, `Dockerfile:${i.line}: npm would run ${scripts.join(', ')}`);
     }
-    const runtime = installs.filter(({ s }) => s === final);
-    assert.equal(runtime.length, 1);
-    assert.match(runtime[0]!.i.args, /npm ci --omit=dev/);
+    for (const image of images) {
+      const runtime = installs.filter(({ s }) => s === image);
+      assert.equal(runtime.length, 1, `stage ${image.name}: one install`);
+      assert.match(runtime[0]!.i.args, /npm ci --omit=dev/, `stage ${image.name}: from the lockfile, without dev dependencies`);
+    }
   });
 
-  it('gives the runtime what the CLI reads beside its code: package.json, dist (with the dashboard), the client workspace, scenarios', () => {
+  it('the agent image has the optional peers (Kubernetes, etcd, Azure); the emulator image none of them', () => {
+    assert.ok(peers.length > 0, 'package.json declares optional peers');
+    // The agent-image workspace lists them as optionalDependencies, so the lockfile marks them optional, not dev.
+    for (const peer of peers) {
+      const entry = lock.packages[`node_modules/${peer}`] ?? assert.fail(`${peer} is not in package-lock.json`);
+      assert.equal(entry.optional, true, `${peer} is optional in the lockfile`);
+      assert.notEqual(entry.dev, true, `${peer} is not a dev dependency in the lockfile`);
+    }
+    const install = (image: Stage) => image.instructions.find((i) => i.op === 'RUN' && /\bnpm ci\b/.test(i.args))!.args;
+    assert.doesNotMatch(install(final), /--omit=optional/, 'the agent image installs the optional peers');
+    assert.match(install(emulator), /--omit=optional/, 'the emulator image leaves them out');
     const workdir = workdirOf(final);
     const has = copiesOf(final).flatMap((c) => c.sources.map((s) => copiedTo(c, s, workdir)));
-    // program.ts reads ../../package.json for --version; the emulator finds dist/dashboard and ../scenarios from its modules.
-    for (const path of ['package.json', 'package-lock.json', 'dist', 'scenarios', 'packages/client/package.json', 'packages/client/dist']) {
-      assert.ok(has.includes(posix.join(workdir, path)), `the runtime stage copies ${path} to ${posix.join(workdir, path)}`);
+    assert.ok(has.includes(posix.join(workdir, 'deploy/agent-image/package.json')), 'the agent stage copies the workspace that lists them');
+  });
+
+  it('the emulator image: `forewarn emulator` as a non-root user, both servers on 0.0.0.0 at the ports it exposes', () => {
+    const entrypoint = execForm(emulator.instructions.filter((i) => i.op === 'ENTRYPOINT').at(-1) ?? assert.fail('no ENTRYPOINT'));
+    const script = entrypoint.find((a) => a.endsWith('.js')) ?? assert.fail(`the ENTRYPOINT runs no script: ${JSON.stringify(entrypoint)}`);
+    assert.equal(script, posix.join(workdirOf(emulator), pkg.bin.forewarn!));
+    assert.equal(entrypoint[entrypoint.indexOf(script) + 1], 'emulator');
+    const cmd = execForm(emulator.instructions.filter((i) => i.op === 'CMD').at(-1) ?? assert.fail('no CMD'));
+    const at = (flag: string) => cmd[cmd.indexOf(flag) + 1];
+    assert.equal(at('--imds'), '0.0.0.0:8169');
+    assert.equal(at('--control'), '0.0.0.0:8170');
+    const exposed = emulator.instructions.filter((i) => i.op === 'EXPOSE').flatMap((i) => i.args.split(/\s+/));
+    assert.deepEqual(exposed.sort(), ['8169', '8170']);
+    const user = emulator.instructions.filter((i) => i.op === 'USER').at(-1)?.args ?? assert.fail('the emulator stage sets no USER');
+    assert.match(user.split(':')[0]!, /^[1-9]\d*$/);
+  });
+
+  it('gives each image what the CLI reads beside its code: package.json, dist (with the dashboard), the client workspace, scenarios', () => {
+    for (const image of images) {
+      const workdir = workdirOf(image);
+      const has = copiesOf(image).flatMap((c) => c.sources.map((s) => copiedTo(c, s, workdir)));
+      // program.ts reads ../../package.json for --version; the emulator finds dist/dashboard and ../scenarios from its modules.
+      for (const path of [
+        'package.json',
+        'package-lock.json',
+        'dist',
+        'scenarios',
+        'packages/client/package.json',
+        'packages/client/dist',
+      ]) {
+        assert.ok(has.includes(posix.join(workdir, path)), `stage ${image.name} copies ${path} to ${posix.join(workdir, path)}`);
+      }
     }
   });
 

@@ -306,8 +306,10 @@ describe('deploy/kubernetes', () => {
   it('mounts the ConfigMap where the image’s CMD looks for the config, and lets the image choose the command', () => {
     assert.equal(agent.command, undefined);
     assert.equal(agent.args, undefined);
+    // The last stage's CMD: the agent's image, the Dockerfile's default target.
     const cmd =
-      /^CMD\s+(\[.*\])\s*$/m.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))?.[1] ?? assert.fail('the Dockerfile has no CMD');
+      [...readFileSync(join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^CMD\s+(\[.*\])\s*$/gm)].at(-1)?.[1] ??
+      assert.fail('the Dockerfile has no CMD');
     const args = JSON.parse(cmd) as string[];
     const configPath = args[args.indexOf('--config') + 1];
     const volume = pod.volumes?.find((v) => v.configMap?.name === configMap.metadata.name) ?? assert.fail('no volume mounts the ConfigMap');

@@ -33,6 +33,7 @@ import type { Agent as HttpsAgent } from 'node:https';
 import type { TokenCredential } from '@azure/identity';
 import type { BlobClient, ContainerClient, RequestPolicyFactory } from '@azure/storage-blob';
 import { wallClock } from '../../shared/clock.js';
+import { PEERS, loadPeer } from '../peers.js';
 import { StoreError, type Claim, type FleetStore, type Member, type StoreOptions } from './store.js';
 
 export interface AzureBlobStoreOptions extends StoreOptions {
@@ -422,7 +423,7 @@ export class AzureBlobStore implements FleetStore {
   }
 
   async #makeClient(): Promise<ContainerClient> {
-    const { BlobServiceClient, ContainerClient, newPipeline } = await import('@azure/storage-blob');
+    const { BlobServiceClient, ContainerClient, newPipeline } = await loadPeer(PEERS.blob, () => import('@azure/storage-blob'));
     const options = {
       // One quick retry at most (a dropped keep-alive connection); the abort signal bounds the whole request.
       retryOptions: {
@@ -451,7 +452,7 @@ export class AzureBlobStore implements FleetStore {
       const clientId = this.options.clientId ?? undefined;
       const credential = this.#deps.credential
         ? await this.#deps.credential(clientId)
-        : await import('@azure/identity').then(({ ManagedIdentityCredential }) =>
+        : await loadPeer(PEERS.identity, () => import('@azure/identity')).then(({ ManagedIdentityCredential }) =>
             clientId ? new ManagedIdentityCredential({ clientId }) : new ManagedIdentityCredential(),
           );
       url = this.options.containerUrl;

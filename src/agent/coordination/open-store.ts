@@ -1,4 +1,5 @@
 // The store a `budget` section names, its client loaded only then: a VM on etcd never loads Azure's SDK.
+import { PEERS, loadPeer } from '../peers.js';
 import type { FleetBudgetConfig } from '../types.js';
 import type { FleetStore, StoreOptions } from './store.js';
 
@@ -14,7 +15,7 @@ export async function createStore(config: FleetBudgetConfig, vm: string, env: No
     requestTimeoutMs: STORE_REQUEST_TIMEOUT_MS,
   };
   if (config.backend === 'etcd') {
-    const { EtcdStore } = await import('./etcd.js');
+    const { EtcdStore } = await loadPeer(PEERS.etcd, () => import('./etcd.js'));
     return new EtcdStore({ ...options, endpoints: config.endpoints });
   }
   const { AzureBlobStore } = await import('./azure-blob.js');
