@@ -28,6 +28,10 @@ const LEFT_OUT: Record<string, string> = {
     'needs a Docker engine; .ci/docker-build runs the image',
   'docker run --rm -p 127.0.0.1:8169:8169 -p 127.0.0.1:8170:8170 forewarn-emulator --imds 0.0.0.0:8169 --control 0.0.0.0:8170 --timing dev --clock manual':
     'needs a Docker engine; .ci/docker-build runs the image',
+  'sudo npx forewarn emulator --link-local &':
+    "changes this machine's lo; test/cli/link-local.test.ts runs --link-local in network namespaces of its own",
+  "unshare --user --map-root-user --net sh -c 'npx forewarn emulator --link-local & sleep 2; python3 my_handler.py'":
+    'runs a handler of yours; test/cli/link-local.test.ts runs --link-local in network namespaces of its own',
   'npm start': 'runs until Ctrl-C; it is `forewarn emulator` with no flags, which this test starts as the default emulator',
   'npm test': 'the whole test suite, this test included',
   'npx forewarn watch --json | jq .': 'runs until Ctrl-C; test/cli/client-commands.test.ts drives watch',

@@ -21,6 +21,7 @@ import { writeFileAtomicSync } from '../shared/atomic-file.js';
 import { resolveToken } from './control-api.js';
 import { IMPACT_NEEDS_TOKEN } from '../emulator/impact/controller.js';
 import { CliError, UsageError, type Io } from './errors.js';
+import { LINK_LOCAL, claimLinkLocal, type LinkLocalClaim } from './link-local.js';
 
 export const DEFAULT_IMDS = '127.0.0.1:8169';
 export const DEFAULT_CONTROL = '127.0.0.1:8170';
@@ -47,6 +48,7 @@ export interface RawEmulatorFlags {
   maxRequestVms?: string;
   json?: boolean;
   pidfile?: string;
+  linkLocal?: boolean;
 }
 
 export interface EmulatorCliOptions {
@@ -78,6 +80,8 @@ export interface EmulatorCliOptions {
   json?: boolean | undefined;
   /** Where to write the emulator's own pid once it listens: npx and npm run wrap it in processes of their own. */
   pidfile?: string | undefined;
+  /** IMDS at http://169.254.169.254 (port 80), the address put on lo for the run (link-local.ts). */
+  linkLocal?: boolean | undefined;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -122,8 +126,13 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
   const maxStreams = wholeNumber('--max-streams', flags.maxStreams, DEFAULT_MAX_STREAMS, MAX_STREAMS_RANGE);
   const streamBufferKiB = wholeNumber('--stream-buffer-kib', flags.streamBufferKib, DEFAULT_STREAM_BUFFER_KIB, STREAM_BUFFER_KIB_RANGE);
   const maxRequestVms = wholeNumber('--max-request-vms', flags.maxRequestVms, MAX_FLEET_VMS, MAX_REQUEST_VMS_RANGE);
+  const linkLocal = flags.linkLocal === true;
+  // Commander fills in the default, so only a value other than it can tell a given --imds apart.
+  if (linkLocal && flags.imds !== undefined && flags.imds !== DEFAULT_IMDS) {
+    throw new UsageError(`--link-local serves IMDS at ${LINK_LOCAL.host}:${LINK_LOCAL.port}; leave out --imds ${flags.imds}`);
+  }
   return {
-    imds: parseHostPort(flags.imds ?? DEFAULT_IMDS, '--imds'),
+    imds: linkLocal ? { host: LINK_LOCAL.host, port: LINK_LOCAL.port } : parseHostPort(flags.imds ?? DEFAULT_IMDS, '--imds'),
     control: parseHostPort(flags.control ?? DEFAULT_CONTROL, '--control'),
     fleetPath: flags.fleet,
     fleet,
@@ -144,6 +153,7 @@ export function parseEmulatorOptions(flags: RawEmulatorFlags, env: Io['env'] = {
     maxRequestVms,
     json: flags.json ?? false,
     ...(flags.pidfile !== undefined ? { pidfile: flags.pidfile } : {}),
+    ...(linkLocal ? { linkLocal } : {}),
   };
 }
 
@@ -383,6 +393,10 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
       'print one JSON line on stdout once listening ({"event":"ready",imdsUrl,controlUrl,dashboardUrl,pid,version}); the banner goes to stderr',
     )
     .option('--pidfile <FILE>', "write this process's pid to FILE once listening (before the ready line), and remove it at a clean stop")
+    .option(
+      '--link-local',
+      `serve IMDS at http://${LINK_LOCAL.host} (port 80): add ${LINK_LOCAL.host}/32 to lo for the run (root, or a network namespace of its own)`,
+    )
     .action(async (flags: RawEmulatorFlags) => {
       const options = parseEmulatorOptions(flags, io.env);
       // The handlers go in before the ready line is printed: a supervisor may signal the moment it
@@ -395,9 +409,15 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
       process.on('SIGINT', handler);
       process.on('SIGTERM', handler);
       let emulator: Awaited<ReturnType<typeof startEmulator>>['emulator'];
+      let linkLocal: LinkLocalClaim | null = null;
       try {
+        if (options.linkLocal === true) {
+          linkLocal = await claimLinkLocal();
+          io.stderr(`forewarn: --link-local: ${linkLocal.note}\n`);
+        }
         ({ emulator } = await startEmulator(options, io));
       } catch (err) {
+        await linkLocal?.release();
         process.off('SIGINT', handler);
         process.off('SIGTERM', handler);
         throw err;
@@ -409,20 +429,21 @@ export function registerEmulatorCommand(program: Command, io: Io): void {
           io.stderr(`forewarn: ${signal}: stopping\n`);
           const grace = setTimeout(() => {
             io.stderr('forewarn: connections still open; exiting anyway\n');
-            resolve();
+            void linkLocal?.release().finally(resolve);
+            if (linkLocal === null) resolve();
           }, SHUTDOWN_GRACE_MS);
           grace.unref();
-          emulator.close().then(
-            () => {
-              clearTimeout(grace);
-              removePidfile(options.pidfile);
-              resolve();
-            },
-            (err: Error) => {
-              io.stderr(`forewarn: error while stopping: ${err.message}\n`);
-              resolve();
-            },
-          );
+          emulator
+            .close()
+            .then(
+              () => {
+                clearTimeout(grace);
+                removePidfile(options.pidfile);
+              },
+              (err: Error) => io.stderr(`forewarn: error while stopping: ${err.message}\n`),
+            )
+            .then(() => linkLocal?.release())
+            .then(resolve, resolve);
         };
         onSignal = stop;
         // A signal that came while starting is acted on now.
