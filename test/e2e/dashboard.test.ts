@@ -17,6 +17,12 @@ const FLEET: VmSpec[] = [
   { name: 'db1', tenant: 'db', faultDomain: 1, host: 'h2' },
 ];
 
+/** VM names as long as a real fleet's, with no hyphen to break at: the events table cannot fit them at a desktop width. */
+const LONG_NAMES: VmSpec[] = [
+  { name: 'productionfrontendwesteuropevm000001', tenant: 'production-frontend', faultDomain: 0, host: 'h1' },
+  { name: 'productionfrontendwesteuropevm000002', tenant: 'production-frontend', faultDomain: 1, host: 'h2' },
+];
+
 const LOOPBACK = { imds: { host: '127.0.0.1', port: 0 }, control: { host: '127.0.0.1', port: 0 } };
 const UI_TIMEOUT_MS = 10_000;
 
@@ -91,6 +97,87 @@ function dashboardTest(
 }
 
 const eventRow = (page: Page, type: string) => page.locator(`tr[data-type="${type}"]`);
+
+/**
+ * Near and far events together, as the user who reported the desktop layout had them: a restart of web1 and a
+ * freeze of db1 (15 minutes' notice each), a restart of web2 set for 2099, and a hardware failure of host h1
+ * (web0 and db0), whose events arrive Started.
+ */
+async function mixedEvents(controlUrl: string): Promise<void> {
+  for (const body of [
+    { type: 'restart', vms: ['web1'] },
+    { type: 'freeze', vms: ['db1'] },
+    { type: 'restart', vms: ['web2'], notBefore: '2099-01-01T00:00:00Z' },
+    { type: 'hardware-failure', host: 'h1' },
+  ]) {
+    const res = await fetch(`${controlUrl}/v1/operations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    assert.equal(res.status, 201, await res.text());
+  }
+}
+const MIXED_EVENT_COUNT = 5;
+
+/** The page is live and shows every event mixedEvents made. */
+async function mixedEventsShown(page: Page): Promise<void> {
+  await linkIs(page, 'live');
+  await page
+    .locator('tr[data-event]')
+    .nth(MIXED_EVENT_COUNT - 1)
+    .waitFor();
+}
+
+/**
+ * How wide the events table is beyond its panel, and each of its buttons: whole when nothing of it
+ * overflows, its label lies inside it, it lies inside the panel's visible part, and nothing covers it.
+ */
+async function eventButtons(page: Page): Promise<{ tableOverflow: number; buttons: { label: string; whole: boolean }[] }> {
+  return page.evaluate(() => {
+    interface Rect {
+      left: number;
+      right: number;
+      top: number;
+      bottom: number;
+    }
+    interface El {
+      scrollWidth: number;
+      clientWidth: number;
+      textContent: string | null;
+      getBoundingClientRect(): Rect;
+      closest(selector: string): El | null;
+    }
+    const doc = (
+      globalThis as unknown as {
+        document: {
+          querySelector(selector: string): El;
+          querySelectorAll(selector: string): Iterable<El>;
+          createRange(): { selectNodeContents(node: El): void; getBoundingClientRect(): Rect };
+          elementFromPoint(x: number, y: number): El | null;
+        };
+      }
+    ).document;
+    const scroller = doc.querySelector('#events .scroll');
+    const panel = scroller.getBoundingClientRect();
+    return {
+      tableOverflow: scroller.scrollWidth - scroller.clientWidth,
+      buttons: [...doc.querySelectorAll('table.events button')].map((b) => {
+        const box = b.getBoundingClientRect();
+        const range = doc.createRange();
+        range.selectNodeContents(b);
+        const text = range.getBoundingClientRect();
+        const checks = {
+          fits: b.scrollWidth <= b.clientWidth,
+          textInside: text.left >= box.left - 0.5 && text.right <= box.right + 0.5,
+          inPanel: box.left >= panel.left - 0.5 && box.right <= panel.right + 0.5,
+          onTop: doc.elementFromPoint((box.left + box.right) / 2, (box.top + box.bottom) / 2)?.closest('button') === b,
+        };
+        return { label: b.textContent ?? '', whole: Object.values(checks).every(Boolean), ...checks };
+      }),
+    };
+  });
+}
 const linkIs = (page: Page, state: string) => page.locator(`[data-link="${state}"]`).waitFor();
 
 describe('the dashboard', () => {
@@ -276,6 +363,120 @@ describe('the dashboard', () => {
       await assertAccessible(page);
     },
   );
+
+  // What a user at a desktop width reported: clipped buttons, a far NotBefore in hours that squashed the
+  // timeline, and "waiting" on an event that arrived Started. Each at both desktop layouts' edges.
+  for (const width of [1280, 1440]) {
+    dashboardTest(`at ${width}px every event button shows its whole label`, { width, before: mixedEvents }, async ({ page }) => {
+      await mixedEventsShown(page);
+      assert.deepEqual(
+        (await page.locator('table.events button').allInnerTexts()).map((t) => t.trim()).sort(),
+        [...Array<string>(3).fill('Approve'), ...Array<string>(3).fill('Cancel'), ...Array<string>(2).fill('Complete now')].sort(),
+      );
+      const { tableOverflow, buttons: boxes } = await eventButtons(page);
+      assert.ok(tableOverflow <= 0, `the events table is ${tableOverflow}px wider than its panel`);
+      for (const b of boxes) assert.ok(b.whole, `"${b.label}" is clipped: ${JSON.stringify(b)}`);
+      await screenshot(page, `events-${width}`);
+    });
+
+    dashboardTest(
+      `at ${width}px a NotBefore in 2099 reads as a date, and near events keep their width on the timeline`,
+      { width, before: mixedEvents },
+      async ({ page }) => {
+        await mixedEventsShown(page);
+        // The events table: days and the date, never hundreds of thousands of hours.
+        const far = page.locator('tr[data-event]', { has: page.locator('td[data-label="Resources"]', { hasText: 'web2' }) });
+        const farText = await far.locator('td[data-label="NotBefore"]').innerText();
+        assert.doesNotMatch(farText, /\d{3,}h/, `the far countdown reads ${JSON.stringify(farText)}`);
+        assert.match(farText, /days/);
+        assert.match(farText, /2099-01-01/);
+        // The near countdowns still read in minutes.
+        assert.match(await eventRow(page, 'Freeze').locator('.countdown').innerText(), /^1[45]m \d\ds$/);
+
+        // The timeline: the far event does not set the scale; it runs off the right edge, marked with its date.
+        await page
+          .locator('.timeline .bar')
+          .nth(MIXED_EVENT_COUNT - 1)
+          .waitFor();
+        const track = await page.locator('[data-timeline-vm="web1"] .tl-track').boundingBox();
+        for (const vm of ['web1', 'db1', 'web0', 'db0']) {
+          const bar = await page.locator(`[data-timeline-vm="${vm}"] .bar`).boundingBox();
+          assert.ok(bar && bar.width >= 0.25 * track!.width, `${vm}'s bar is ${bar?.width}px of a ${track!.width}px track`);
+        }
+        const farBar = page.locator('[data-timeline-vm="web2"] .bar');
+        assert.match((await farBar.getAttribute('aria-label')) ?? '', /2099-01-01/);
+        const marker = page.locator('[data-timeline-vm="web2"] .off-scale');
+        assert.equal(await marker.count(), 1, 'the far event has an off-scale marker');
+        const markerText = await marker.innerText();
+        assert.match(markerText, /2099-01-01/);
+        assert.doesNotMatch(markerText, /\d+h/);
+        const markerBox = await marker.boundingBox();
+        assert.ok(markerBox!.x + markerBox!.width <= track!.x + track!.width + 0.5, 'the marker sits inside the track');
+        // No more axis ticks than fit: the scale is the near events'.
+        assert.ok((await page.locator('.timeline .tick').count()) <= 8);
+        await page.locator('#timeline').scrollIntoViewIfNeeded();
+        await screenshot(page, `timeline-far-${width}`);
+        await assertAccessible(page);
+      },
+    );
+
+    dashboardTest(
+      `at ${width}px an event that arrived Started says approval was not needed, not "waiting"`,
+      { width, before: mixedEvents },
+      async ({ page }) => {
+        await mixedEventsShown(page);
+        // The hardware failure on h1: one event each for web and db, Started at once, by the failure.
+        const failed = page.locator('tr[data-type="Reboot"][data-status="Started"]');
+        assert.equal(await failed.count(), 2);
+        for (const row of await failed.all()) {
+          assert.match(await row.locator('td[data-label="Status"]').innerText(), /Started/);
+          const cell = row.locator('td[data-label="Approved by"]');
+          const text = await cell.innerText();
+          assert.doesNotMatch(text, /waiting|nobody/, `Approved by reads ${JSON.stringify(text)}`);
+          assert.match(text, /not needed/);
+          assert.match((await cell.locator('[title]').first().getAttribute('title')) ?? '', /arrived already Started/);
+          assert.equal(await row.getByRole('button', { name: 'Approve' }).count(), 0);
+        }
+        // A job still Scheduled keeps saying who it waits for.
+        assert.match(await eventRow(page, 'Freeze').locator('td[data-label="Approved by"]').innerText(), /nobody/);
+      },
+    );
+
+    dashboardTest(
+      `at ${width}px a table too wide for its panel (long VM names) scrolls, and its buttons stay whole and work`,
+      {
+        width,
+        emulator: { fleet: LONG_NAMES },
+        before: async (controlUrl) => {
+          for (const body of [
+            { type: 'restart', vms: [LONG_NAMES[0]!.name] },
+            { type: 'hardware-failure', vms: [LONG_NAMES[1]!.name] },
+          ]) {
+            const res = await fetch(`${controlUrl}/v1/operations`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify(body),
+            });
+            assert.equal(res.status, 201, await res.text());
+          }
+        },
+      },
+      async ({ page }) => {
+        await linkIs(page, 'live');
+        await page.locator('tr[data-event]').nth(1).waitFor();
+        const { tableOverflow, buttons } = await eventButtons(page);
+        assert.ok(tableOverflow > 0, 'the names are long enough to need scrolling');
+        assert.deepEqual(buttons.map((b) => b.label.trim()).sort(), ['Approve', 'Cancel', 'Complete now']);
+        for (const b of buttons) assert.ok(b.whole, `"${b.label}" is clipped: ${JSON.stringify(b)}`);
+        await screenshot(page, `events-long-names-${width}`);
+        // The pinned Approve is the real one: it Starts the event.
+        const row = page.locator('tr[data-status="Scheduled"]');
+        const id = await row.getAttribute('data-event');
+        await row.getByRole('button', { name: 'Approve' }).click();
+        await page.locator(`tr[data-event="${id}"][data-status="Started"]`).waitFor();
+      },
+    );
+  }
 
   // Real impact is on only with a token (SPEC §4), so the page asks for it first.
   const impactToken = 'impact-secret';

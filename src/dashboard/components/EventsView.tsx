@@ -1,7 +1,7 @@
 // Live events: what each VM is told, who has approved, and the buttons that move an event on.
 import { useState } from 'preact/hooks';
 import type { EventResponse } from '../api.js';
-import { countdown, duration, fullTime, ms, shortId } from '../format.js';
+import { countdown, dateTime, DAYS_AFTER_MS, duration, fullTime, ms, shortId } from '../format.js';
 
 interface Props {
   events: EventResponse[];
@@ -28,8 +28,7 @@ export function EventsView({ events, tenantVms, now, busy, onApprove, onCancel, 
         <thead>
           <tr>
             <th scope="col">Event</th>
-            <th scope="col">Type</th>
-            <th scope="col">Source</th>
+            <th scope="col">Type, source</th>
             <th scope="col">Status</th>
             <th scope="col">Resources</th>
             <th scope="col">NotBefore</th>
@@ -70,6 +69,8 @@ function EventRow({
   const scheduled = e.status === 'Scheduled';
   const notBefore = ms(e.notBefore);
   const shared = e.job.tenants.length > 1;
+  /** Started by a hardware failure the moment it was created: it was never Scheduled, so no approval was possible. */
+  const arrivedStarted = e.startedBy === 'failure';
   const approverId = `approver-${e.id}`;
   return (
     <tr data-event={e.id} data-status={e.status} data-type={e.type}>
@@ -79,8 +80,10 @@ function EventRow({
           {e.tenant}
         </div>
       </td>
-      <td data-label="Type">{e.type}</td>
-      <td data-label="Source">{e.source}</td>
+      <td data-label="Type, source">
+        {e.type}
+        <div class="muted small">{e.source}</div>
+      </td>
       <td data-label="Status">
         <span class={`status status-${e.status.toLowerCase()}`}>{e.status}</span>
         {e.startedBy && <div class="muted small">by {e.startedBy === 'notBefore' ? 'NotBefore' : e.startedBy}</div>}
@@ -88,29 +91,41 @@ function EventRow({
       <td data-label="Resources">{e.resources.join(', ')}</td>
       <td data-label="NotBefore" title={fullTime(notBefore)}>
         {scheduled ? (
-          <span class="countdown" data-countdown={notBefore - now}>
-            {countdown(notBefore - now)}
-          </span>
+          <>
+            <span class="countdown" data-countdown={notBefore - now}>
+              {countdown(notBefore - now)}
+            </span>
+            {notBefore - now > DAYS_AFTER_MS && <div class="muted small">{dateTime(notBefore)}</div>}
+          </>
         ) : (
           <span class="muted">{e.endsAt ? `ends in ${countdown(ms(e.endsAt) - now)}` : '—'}</span>
         )}
       </td>
       <td data-label="Duration">{duration(e.durationInSeconds)}</td>
       <td data-label="Approved by" class="approvals">
-        {e.approvals.length === 0 && !shared && <span class="muted">nobody</span>}
-        {e.approvals.map((a) => (
-          <span key={a.vm} class="approval" title={fullTime(ms(a.at))}>
-            {a.vm}
+        {arrivedStarted ? (
+          // Nothing was ever asked of anyone: the event was Started when it appeared, and cannot be approved.
+          <span class="muted" title="This event arrived already Started (a hardware failure): there was nothing to approve.">
+            not needed (arrived Started)
           </span>
-        ))}
-        {shared && (
-          <ul class="job" aria-label="Tenants in this job">
-            {e.job.tenants.map((t) => (
-              <li key={t.tenant} class={t.approved ? 'approved' : 'waiting'}>
-                {t.tenant}: {t.approved ? 'approved' : 'waiting'}
-              </li>
+        ) : (
+          <>
+            {e.approvals.length === 0 && !shared && <span class="muted">nobody</span>}
+            {e.approvals.map((a) => (
+              <span key={a.vm} class="approval" title={fullTime(ms(a.at))}>
+                {a.vm}
+              </span>
             ))}
-          </ul>
+            {shared && (
+              <ul class="job" aria-label="Tenants in this job">
+                {e.job.tenants.map((t) => (
+                  <li key={t.tenant} class={t.approved ? 'approved' : scheduled ? 'waiting' : 'muted'}>
+                    {t.tenant}: {t.approved ? 'approved' : scheduled ? 'waiting' : 'did not approve'}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </>
         )}
       </td>
       <td data-label="Actions">
@@ -120,7 +135,7 @@ function EventRow({
               <label for={approverId} class="sr-only">
                 Approve as
               </label>
-              <select id={approverId} value={approver} onChange={(ev) => setApprover(ev.currentTarget.value)}>
+              <select id={approverId} value={approver} title={approver} onChange={(ev) => setApprover(ev.currentTarget.value)}>
                 {approvers.map((vm) => (
                   <option key={vm} value={vm}>
                     {vm}
