@@ -104,6 +104,11 @@ export function parseEventsDocument(json: unknown, etag: string | null = null): 
 }
 
 /** Reads `/metadata/instance/compute`; IMDS sends the domains as strings. */
+/** osProfile.computerName, or '' when the answer has none. */
+function computerNameOf(osProfile: unknown): string {
+  return isObject(osProfile) ? str(field(osProfile, 'computerName'), '') : '';
+}
+
 export function parseCompute(json: unknown): ComputeInfo {
   if (!isObject(json)) throw new ImdsProtocolError('the compute metadata is not a JSON object', text(json));
   const name = field(json, 'name');
@@ -114,6 +119,7 @@ export function parseCompute(json: unknown): ComputeInfo {
     name,
     vmId: str(field(json, 'vmId'), ''),
     vmScaleSetName: str(field(json, 'vmScaleSetName'), ''),
+    computerName: computerNameOf(field(json, 'osProfile')),
     platformFaultDomain: toNumber(field(json, 'platformFaultDomain')) ?? 0,
     platformUpdateDomain: toNumber(field(json, 'platformUpdateDomain')) ?? 0,
     priority: str(field(json, 'priority'), ''),

@@ -8,10 +8,15 @@ function unprefixed(name: string): string {
 
 /** `set_instanceId`, the resource name of a scale-set VM. */
 const SCALE_SET_NAME = /^(.+)_(\d+)$/;
-/** A scale-set VM's default computer name: computerNamePrefix + 6 base-36 digits of the instance id. */
+/**
+ * A Uniform scale-set VM's default computer name: computerNamePrefix + 6 base-36 digits of the instance
+ * id (Azure writes them upper case, `myss00000I`; Kubernetes node names are the same lower-cased).
+ */
 const COMPUTER_NAME = /^(.+)([0-9a-z]{6})$/;
 /** Windows computer names are at most 15 characters, so the default prefix is cut to 9. */
 const WINDOWS_PREFIX = 9;
+/** Linux host names are at most 64 characters; the emulator cuts a longer default prefix to 58. */
+const LINUX_PREFIX = 58;
 
 function sameScaleSetVm(resource: string, name: string): boolean {
   const r = SCALE_SET_NAME.exec(resource);
@@ -22,7 +27,7 @@ function sameScaleSetVm(resource: string, name: string): boolean {
   const c = COMPUTER_NAME.exec(name);
   if (c === null) return false;
   const [, prefix = '', digits = ''] = c;
-  const prefixFits = prefix === set || (set.length > WINDOWS_PREFIX && prefix === set.slice(0, WINDOWS_PREFIX));
+  const prefixFits = prefix === set || [WINDOWS_PREFIX, LINUX_PREFIX].some((n) => set.length > n && prefix === set.slice(0, n));
   return prefixFits && Number.parseInt(digits, 36) === Number(instance);
 }
 
@@ -41,8 +46,10 @@ function sameName(resource: string, name: string): boolean {
 /**
  * True if `name` is among the event's Resources. Case is ignored, as is the 2017-03-01 leading
  * `_`. Scale-set VMs match by resource name (`myss_3`, any case, `myss_03`) or by their default
- * computer name (`myss000003`: the scale set's name, cut to 9 characters on Windows, and the
- * instance id in 6 base-36 digits).
+ * computer name in a Uniform scale set (`myss000003`: the scale set's name, cut to 9 characters on
+ * Windows, and the instance id in 6 base-36 digits), as a Kubernetes node is named. A computer name
+ * from a prefix of another name, or from a Flexible scale set, cannot be told from the name alone:
+ * pass `getCompute()`'s `name` instead.
  */
 export function affects(event: ScheduledEvent, name: string): boolean {
   if (name === '') return false;

@@ -64,6 +64,11 @@ export interface ComputeInfo {
   vmId: string;
   /** '' outside scale sets. */
   vmScaleSetName: string;
+  /**
+   * osProfile.computerName, the VM's host name (api-version 2020-07-15 on; '' before or when absent). A
+   * scale-set VM's differs from `name`: `myss_18` is `myss00000I` (Uniform; Kubernetes lower-cases it).
+   */
+  computerName: string;
   platformFaultDomain: number;
   platformUpdateDomain: number;
   priority: string;

@@ -172,6 +172,7 @@ describe('parseCompute', () => {
       platformUpdateDomain: '4',
       priority: 'Spot',
       zone: '1',
+      osProfile: { adminUsername: 'azureuser', computerName: 'myss000003' },
     });
     assert.deepEqual(
       { ...c, raw: undefined },
@@ -179,6 +180,7 @@ describe('parseCompute', () => {
         name: 'myss_3',
         vmId: 'id',
         vmScaleSetName: 'myss',
+        computerName: 'myss000003',
         platformFaultDomain: 2,
         platformUpdateDomain: 4,
         priority: 'Spot',
@@ -191,6 +193,8 @@ describe('parseCompute', () => {
   it('defaults absent fields and refuses a body without a name', () => {
     const c = parseCompute({ name: 'vm0' });
     assert.equal(c.vmScaleSetName, '');
+    assert.equal(c.computerName, '');
+    assert.equal(parseCompute({ name: 'vm0', osProfile: 'x' }).computerName, '');
     assert.equal(c.platformFaultDomain, 0);
     assert.throws(() => parseCompute({ vmId: 'x' }), ImdsProtocolError);
     assert.throws(() => parseCompute('vm0'), ImdsProtocolError);

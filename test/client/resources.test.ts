@@ -23,6 +23,8 @@ describe('affects', () => {
     { resources: ['myss_3'], in: ['myss000003'], out: ['myss000004'] },
     { resources: ['myss_10'], in: ['myss00000a', 'MYSS00000A'] },
     { resources: ['averylongscaleset_36'], in: ['averylong000010'], out: ['averylongs000010'] },
+    // The emulator cuts a default Linux prefix to 58 characters, so that the name fits in 64.
+    { resources: [`${'a'.repeat(60)}_18`], in: [`${'a'.repeat(58)}00000I`], out: [`${'a'.repeat(59)}00000I`] },
     { resources: ['web0'], out: ['web', ''] },
     { resources: [], out: ['web0'] },
   ];

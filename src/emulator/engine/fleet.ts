@@ -2,6 +2,7 @@
 import { isIP } from 'node:net';
 import { TERMINATE_NOTICE_MINUTES } from './timing.js';
 import { conflict, invalid, notFound, type EngineError } from './errors.js';
+import { computerNamePrefixProblem, computerNameProblem, defaultComputerName } from './computer-name.js';
 
 export const TENANT_KINDS = ['standalone', 'availabilitySet', 'scaleSet', 'cloudService'] as const;
 export type TenantKind = (typeof TENANT_KINDS)[number];
@@ -19,6 +20,16 @@ export type PowerState = (typeof POWER_STATES)[number];
 
 export const OS_TYPES = ['Linux', 'Windows'] as const;
 export type OsType = (typeof OS_TYPES)[number];
+/** [choice] A VM that declares no osType runs Linux (Ubuntu 22.04); shown by /metadata/instance, and it picks computer name rules. */
+export const DEFAULT_OS_TYPE: OsType = 'Linux';
+
+/**
+ * [imds] How a scale set orchestrates its VMs. Uniform (Forewarn's default, and what it always modelled):
+ * instances `<set>_<instance id>`, computer names `<prefix><6 base-36 digits of the id>`. Flexible: the VMs
+ * are ordinary VMs, named `<set>_<8 characters of a GUID>`, computer names `<prefix><6 random characters>`.
+ */
+export const ORCHESTRATION_MODES = ['Uniform', 'Flexible'] as const;
+export type OrchestrationMode = (typeof ORCHESTRATION_MODES)[number];
 
 /** [imds] Azure regions with zones have three. */
 export const ZONES = ['1', '2', '3'] as const;
@@ -27,7 +38,8 @@ export type Zone = (typeof ZONES)[number];
 /**
  * What /metadata/instance shows about a VM beyond its place in the fleet; each field as declared,
  * absent ones take the defaults of `src/emulator/imds/instance-defaults.ts`. Tenants may declare all but
- * the per-NIC fields (privateIp, publicIp, macAddress) for their VMs in fleet files.
+ * each VM's own fields (computerName and the per-NIC privateIp, publicIp, macAddress) for their VMs in
+ * fleet files. orchestrationMode and computerNamePrefix are a scale set's: its VMs agree on them.
  */
 export interface InstanceSettings {
   location?: string | undefined;
@@ -37,6 +49,12 @@ export interface InstanceSettings {
   resourceGroup?: string | undefined;
   subscriptionId?: string | undefined;
   tags?: Readonly<Record<string, string>> | undefined;
+  /** Scale-set VMs only; Uniform when absent. */
+  orchestrationMode?: OrchestrationMode | undefined;
+  /** Scale-set VMs only (ARM's osProfile.computerNamePrefix); the scale set's name when absent. */
+  computerNamePrefix?: string | undefined;
+  /** osProfile.computerName, the VM's host name; derived from its name or scale set when absent. */
+  computerName?: string | undefined;
   privateIp?: string | undefined;
   publicIp?: string | undefined;
   macAddress?: string | undefined;
@@ -51,6 +69,9 @@ export const INSTANCE_SETTING_KEYS = [
   'resourceGroup',
   'subscriptionId',
   'tags',
+  'orchestrationMode',
+  'computerNamePrefix',
+  'computerName',
   'privateIp',
   'publicIp',
   'macAddress',
@@ -101,6 +122,10 @@ export interface Vm {
   gpu: boolean;
   /** The scale set this VM belongs to, or null outside scale sets. */
   scaleSet: string | null;
+  /** Its scale set's orchestration mode, or null outside scale sets. */
+  orchestrationMode: OrchestrationMode | null;
+  /** osProfile.computerName: declared, or the default for its name, scale set and OS (`computer-name.ts`). */
+  computerName: string;
   /** Instance metadata as declared (defaults are applied where it is shown). */
   instance: InstanceSettings;
   /** The primary private IPv4: declared, or the lowest free default one. */
@@ -163,6 +188,16 @@ export function normalizeAddress(address: string): string | null {
 
 const hostDomainKey = (host: string, tenant: string) => `${host}\u0000${tenant}`;
 
+/** What the VMs of one scale set share, across its placement groups. */
+interface ScaleSetRecord {
+  /** As its VMs declare it (the first to join sets it for those that do not); absent: Uniform. */
+  orchestrationMode: OrchestrationMode | undefined;
+  /** As its VMs declare it; absent: the default prefix, from the scale set's name. */
+  computerNamePrefix: string | undefined;
+  /** [choice] Computer names are unique in a scale set, compared without case, as host names are: lower-cased name → VM. */
+  computerNames: Map<string, string>;
+}
+
 export class Fleet {
   readonly vms = new Map<string, Vm>();
   readonly tenants = new Map<string, Tenant>();
@@ -176,6 +211,8 @@ export class Fleet {
   #nextDefaultIp = FIRST_DEFAULT_IP;
   /** The fault domain of each tenant on each host, how many of its VMs are there, and one of them. */
   readonly #hostDomains = new Map<string, { faultDomain: number; count: number; example: string }>();
+  /** Scale sets by name, while they have VMs. */
+  readonly #scaleSets = new Map<string, ScaleSetRecord>();
 
   constructor(private readonly newId: () => string) {}
 
@@ -278,6 +315,7 @@ export class Fleet {
         );
       }
     }
+    const { orchestrationMode, computerName } = this.#computerName(spec.name, scaleSet, instance);
     const priority = spec.priority ?? 'Regular';
     if (spec.evictionPolicy !== undefined && priority !== 'Spot') {
       throw invalid('evictionPolicy applies only to Spot VMs (priority Spot)', 'evictionPolicy');
@@ -300,10 +338,74 @@ export class Fleet {
       osImageNotification: spec.osImageNotification ?? false,
       gpu: spec.gpu ?? false,
       scaleSet,
+      orchestrationMode,
+      computerName,
       instance,
       privateIp: instance.privateIp ?? '',
     };
     return { vm, tenant: { name: tenantName, kind, faultDomainCount, updateDomainCount } };
+  }
+
+  /**
+   * The VM's orchestration mode and computer name, checked against Azure's rules and its scale set.
+   * A scale set's orchestrationMode and computerNamePrefix are shared: a VM that declares none takes
+   * those of the VMs already there (written into `instance`, so a saved VM keeps them).
+   */
+  #computerName(
+    name: string,
+    scaleSet: string | null,
+    instance: InstanceSettings,
+  ): { orchestrationMode: OrchestrationMode | null; computerName: string } {
+    const osType = instance.osType ?? DEFAULT_OS_TYPE;
+    let orchestrationMode: OrchestrationMode | null = null;
+    if (scaleSet === null) {
+      for (const key of ['orchestrationMode', 'computerNamePrefix'] as const) {
+        if (instance[key] !== undefined) throw invalid(`${key} applies only to scale-set VMs (tenantKind scaleSet)`, key);
+      }
+    } else {
+      const set = this.#scaleSets.get(scaleSet);
+      if (set !== undefined) {
+        const mode = set.orchestrationMode ?? 'Uniform';
+        if (instance.orchestrationMode === undefined) {
+          if (set.orchestrationMode !== undefined) instance.orchestrationMode = set.orchestrationMode;
+        } else if (instance.orchestrationMode !== mode) {
+          throw conflict(`scale set '${scaleSet}' is ${mode}, not ${instance.orchestrationMode}`, 'orchestrationMode');
+        }
+        if (instance.computerNamePrefix === undefined) {
+          if (set.computerNamePrefix !== undefined) instance.computerNamePrefix = set.computerNamePrefix;
+        } else if (instance.computerNamePrefix !== set.computerNamePrefix) {
+          const has =
+            set.computerNamePrefix === undefined
+              ? 'no computerNamePrefix (its prefix is its name)'
+              : `computerNamePrefix '${set.computerNamePrefix}'`;
+          throw conflict(`scale set '${scaleSet}' has ${has}, not '${instance.computerNamePrefix}'`, 'computerNamePrefix');
+        }
+      }
+      orchestrationMode = instance.orchestrationMode ?? 'Uniform';
+      if (instance.computerNamePrefix !== undefined) {
+        const problem = computerNamePrefixProblem(instance.computerNamePrefix, osType);
+        if (problem !== null) throw invalid(`computerNamePrefix ${problem}`, 'computerNamePrefix', 'osType');
+      }
+    }
+    if (instance.computerName !== undefined) {
+      const problem = computerNameProblem(instance.computerName, osType);
+      if (problem !== null) throw invalid(`computerName ${problem}`, 'computerName', 'osType');
+    }
+    const computerName =
+      instance.computerName ??
+      defaultComputerName({ name, scaleSet, orchestrationMode, computerNamePrefix: instance.computerNamePrefix, osType });
+    if (scaleSet !== null) {
+      const owner = this.#scaleSets.get(scaleSet)?.computerNames.get(computerName.toLowerCase());
+      if (owner !== undefined) {
+        const declared = instance.computerName !== undefined;
+        throw conflict(
+          `computer name '${computerName}' already belongs to VM '${owner}' of scale set '${scaleSet}'; ` +
+            `computer names are unique in a scale set${declared ? '' : ' (give one VM its own computerName)'}`,
+          declared ? 'computerName' : 'name',
+        );
+      }
+    }
+    return { orchestrationMode, computerName };
   }
 
   add(spec: VmSpec): Vm {
@@ -329,6 +431,18 @@ export class Fleet {
     this.#byVmId.set(vm.vmId.toLowerCase(), vm);
     if (vm.privateIp === '') vm.privateIp = this.#takeDefaultIp();
     this.#byPrivateIp.set(ipv4ToInt(vm.privateIp), vm);
+    if (vm.scaleSet !== null) {
+      let set = this.#scaleSets.get(vm.scaleSet);
+      if (set === undefined) {
+        set = {
+          orchestrationMode: vm.instance.orchestrationMode,
+          computerNamePrefix: vm.instance.computerNamePrefix,
+          computerNames: new Map(),
+        };
+        this.#scaleSets.set(vm.scaleSet, set);
+      }
+      set.computerNames.set(vm.computerName.toLowerCase(), vm.name);
+    }
     return vm;
   }
 
@@ -347,6 +461,11 @@ export class Fleet {
     const ip = ipv4ToInt(vm.privateIp);
     this.#byPrivateIp.delete(ip);
     if (ip >= FIRST_DEFAULT_IP && ip < this.#nextDefaultIp) this.#nextDefaultIp = ip;
+    if (vm.scaleSet !== null) {
+      const set = this.#scaleSets.get(vm.scaleSet)!;
+      set.computerNames.delete(vm.computerName.toLowerCase());
+      if (set.computerNames.size === 0) this.#scaleSets.delete(vm.scaleSet);
+    }
     const t = this.tenants.get(vm.tenant);
     t?.vms.delete(name);
     if (t && t.vms.size === 0) this.tenants.delete(t.name);
@@ -411,6 +530,7 @@ export class Fleet {
     this.#byVmId.clear();
     this.#hostDomains.clear();
     this.#byPrivateIp.clear();
+    this.#scaleSets.clear();
     this.#nextDefaultIp = FIRST_DEFAULT_IP;
   }
 }

@@ -32,8 +32,8 @@ export class FleetFileError extends DocumentError {
 const VmEntry = VmSpecSchema;
 const vmField = VmSpecSchema.shape;
 
-/** Instance metadata a tenant or scale set gives all its VMs; per-NIC settings are each VM's own. */
-const { privateIp: _ip, publicIp: _pip, macAddress: _mac, ...tenantInstanceFields } = InstanceSettingsSchema;
+/** Instance metadata a tenant or scale set gives all its VMs; the computer name and per-NIC settings are each VM's own. */
+const { privateIp: _ip, publicIp: _pip, macAddress: _mac, computerName: _cn, ...tenantInstanceFields } = InstanceSettingsSchema;
 const TENANT_INSTANCE_KEYS = Object.keys(tenantInstanceFields) as (keyof typeof tenantInstanceFields)[];
 
 const TenantEntry = z.strictObject({
@@ -425,6 +425,7 @@ function listedVm(
     ...tenantInstance(entry),
     // [choice] Tags add up: the tenant's, then the VM's own, which win on a shared name.
     tags: d.tags === undefined && entry.tags === undefined ? undefined : { ...d.tags, ...entry.tags },
+    computerName: entry.computerName,
     privateIp: entry.privateIp,
     publicIp: entry.publicIp,
     macAddress: entry.macAddress,

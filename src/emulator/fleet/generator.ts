@@ -1,5 +1,6 @@
 // Large fleets from a few numbers: availability sets spread over shared hosts, and scale-set instances.
-import type { EvictionPolicy, Priority, VmSpec } from '../engine/fleet.js';
+import { flexibleNameSuffixes } from '../engine/computer-name.js';
+import type { EvictionPolicy, OrchestrationMode, Priority, VmSpec } from '../engine/fleet.js';
 
 /** [choice] The engine's defaults for an availability set; kept equal to it by a test. */
 export const AVAILABILITY_SET_DEFAULTS = { faultDomainCount: 2, updateDomainCount: 5 } as const;
@@ -84,8 +85,10 @@ export function generateAvailabilitySets(options: AvailabilitySetsOptions): VmSp
 
 export interface ScaleSetOptions {
   name: string;
-  /** How many instances: `<name>_0` … `<name>_{instances-1}`. */
+  /** How many instances: `<name>_0` … `<name>_{instances-1}` (Flexible: `<name>_<8 hex digits>`). */
   instances: number;
+  /** Default Uniform. */
+  orchestrationMode?: OrchestrationMode | undefined;
   /** Default 1; with several, the tenants are `<name>-pg0` … */
   placementGroups?: number | undefined;
   /** 1-20; default 5. */
@@ -112,6 +115,8 @@ export function scaleSetTenants(name: string, placementGroups = 1): string[] {
  * A scale set's instances, named as Azure names them: instance i is `<name>_<i>` in placement group
  * i mod P; as the j-th instance of its group (j = floor(i / P)) it is in fault domain j mod FD count
  * and update domain j mod UD count. With hosts, placement follows `generateAvailabilitySets`.
+ * [choice] In a Flexible scale set, instance i is `<name>_<8 hex digits>` instead (Azure: 8 characters
+ * of a GUID), the same for the same name and i (`flexibleNameSuffixes`).
  */
 export function generateScaleSet(options: ScaleSetOptions): VmSpec[] {
   const { name, instances } = options;
@@ -134,13 +139,15 @@ export function generateScaleSet(options: ScaleSetOptions): VmSpec[] {
   if (options.terminateNotificationMinutes !== undefined) extra.terminateNotificationMinutes = options.terminateNotificationMinutes;
   if (options.osImageNotification !== undefined) extra.osImageNotification = options.osImageNotification;
   if (options.gpu !== undefined) extra.gpu = options.gpu;
+  if (options.orchestrationMode !== undefined) extra.orchestrationMode = options.orchestrationMode;
+  const suffix = options.orchestrationMode === 'Flexible' ? flexibleNameSuffixes(name) : String;
 
   const out: VmSpec[] = new Array<VmSpec>(instances);
   for (let i = 0; i < instances; i++) {
     const j = Math.floor(i / placementGroups);
     const faultDomain = j % faultDomainCount;
     const spec: VmSpec = {
-      name: `${name}_${i}`,
+      name: `${name}_${suffix(i)}`,
       tenant: tenants[i % placementGroups]!,
       tenantKind: 'scaleSet',
       faultDomain,

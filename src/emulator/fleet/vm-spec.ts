@@ -1,7 +1,7 @@
 // The one schema of a VM's declaration, shared by the control API, fleet files and the state file.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { EVICTION_POLICIES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from '../engine/fleet.js';
+import { EVICTION_POLICIES, ORCHESTRATION_MODES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from '../engine/fleet.js';
 import { TERMINATE_NOTICE_MINUTES } from '../engine/timing.js';
 
 const ipv4 = (description: string) =>
@@ -19,7 +19,7 @@ const TagName = z
   .max(512)
   .regex(/^[^<>%&\\?/]+$/, { message: 'a tag name cannot contain < > % & \\ ? /' });
 
-/** Instance metadata a VM shows (/metadata/instance); fleet-file tenants and scale sets may set all but the last three. */
+/** Instance metadata a VM shows (/metadata/instance); fleet-file tenants and scale sets may set all but the last four, each VM's own. */
 export const InstanceSettingsSchema = {
   location: z
     .string()
@@ -48,6 +48,17 @@ export const InstanceSettingsSchema = {
     .refine((t) => Object.keys(t).length <= MAX_TAGS, { message: `at most ${MAX_TAGS} tags` })
     .optional()
     .meta({ description: "Resource tags; a VM's own override its tenant's of the same name" }),
+  orchestrationMode: z
+    .enum(ORCHESTRATION_MODES)
+    .optional()
+    .meta({ description: "Scale-set VMs only: the scale set's orchestration mode; default Uniform" }),
+  // Azure's rules for these two depend on the OS, which may come from a tenant: the engine checks them.
+  computerNamePrefix: z.string().optional().meta({
+    description: 'Scale-set VMs only: osProfile.computerNamePrefix (1-9 characters on Windows, 1-58 on Linux); default the scale set name',
+  }),
+  computerName: z.string().optional().meta({
+    description: 'osProfile.computerName (1-15 characters on Windows, 1-64 on Linux); default derived from the name and scale set',
+  }),
   privateIp: ipv4('Primary private IPv4; default: the lowest free address from 10.0.0.4 up'),
   publicIp: ipv4('Public IPv4 of the primary NIC; absent: none'),
   macAddress: z

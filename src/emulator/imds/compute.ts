@@ -1,12 +1,8 @@
 // /metadata/instance/compute: a VM's identity from the fleet, in Azure's documented schema (newest version; gated elsewhere).
+import { uniformInstanceId } from '../engine/computer-name.js';
 import type { Vm } from '../engine/fleet.js';
 import { DEFAULT_IMAGES, INSTANCE_DEFAULTS as D, stableGuid } from './instance-defaults.js';
 import type { MetadataNode } from './instance.js';
-
-/** The scale-set instance id Azure puts in resource ids: the digits after the last '_' of `<set>_<id>`, else the name. */
-function instanceId(name: string): string {
-  return /_(\d+)$/.exec(name)?.[1] ?? name;
-}
 
 /** Where the VM sits in ARM: compute's ids, and the managed identity's `xms_mirid`. */
 export function armIdsOf(vm: Vm): { subscriptionId: string; resourceGroupName: string; scaleSetId: string; resourceId: string } {
@@ -14,7 +10,12 @@ export function armIdsOf(vm: Vm): { subscriptionId: string; resourceGroupName: s
   const resourceGroupName = vm.instance.resourceGroup ?? D.resourceGroup;
   const group = `/subscriptions/${subscriptionId}/resourceGroups/${resourceGroupName}/providers/Microsoft.Compute`;
   const scaleSetId = vm.scaleSet === null ? '' : `${group}/virtualMachineScaleSets/${vm.scaleSet}`;
-  const resourceId = vm.scaleSet === null ? `${group}/virtualMachines/${vm.name}` : `${scaleSetId}/virtualMachines/${instanceId(vm.name)}`;
+  // [imds] A Uniform instance is a child of its scale set, with its instance id: the digits after the last
+  // '_' of `<set>_<id>` (else its name). A Flexible scale set's VMs are ordinary VMs, under their own name.
+  const resourceId =
+    vm.scaleSet === null || vm.orchestrationMode === 'Flexible'
+      ? `${group}/virtualMachines/${vm.name}`
+      : `${scaleSetId}/virtualMachines/${uniformInstanceId(vm.name) ?? vm.name}`;
   return { subscriptionId, resourceGroupName, scaleSetId, resourceId };
 }
 
@@ -41,7 +42,7 @@ export function computeMetadata(vm: Vm): MetadataNode {
     offer: image.offer,
     osProfile: {
       adminUsername: D.adminUsername,
-      computerName: vm.name,
+      computerName: vm.computerName,
       disablePasswordAuthentication: osType === 'Linux' ? 'true' : no,
     },
     osType,

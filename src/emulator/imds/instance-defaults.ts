@@ -1,11 +1,11 @@
 // [choice] What /metadata/instance shows for settings a fleet leaves out: one table, documented in docs/fleet-files.md.
 import { createHash } from 'node:crypto';
-import type { OsType } from '../engine/fleet.js';
+import { DEFAULT_OS_TYPE, type OsType } from '../engine/fleet.js';
 
 export const INSTANCE_DEFAULTS = {
   location: 'eastus',
   vmSize: 'Standard_D2s_v3',
-  osType: 'Linux' as OsType,
+  osType: DEFAULT_OS_TYPE,
   resourceGroup: 'forewarn',
   subscriptionId: '00000000-0000-0000-0000-000000000000',
   azEnvironment: 'AzurePublicCloud',

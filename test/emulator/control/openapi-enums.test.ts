@@ -25,7 +25,15 @@ import {
 } from '../../../src/emulator/control/schemas.js';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine, OPERATION_STATUSES } from '../../../src/emulator/engine/engine.js';
-import { EVICTION_POLICIES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from '../../../src/emulator/engine/fleet.js';
+import {
+  EVICTION_POLICIES,
+  ORCHESTRATION_MODES,
+  OS_TYPES,
+  POWER_STATES,
+  PRIORITIES,
+  TENANT_KINDS,
+  ZONES,
+} from '../../../src/emulator/engine/fleet.js';
 import { VM_STATES } from '../../../src/emulator/engine/vm-state.js';
 import { FAULT_STATUSES, FaultRegistry } from '../../../src/emulator/imds/faults.js';
 import { RateLimiter } from '../../../src/emulator/imds/rate-limit.js';
@@ -76,6 +84,8 @@ const PLACES: readonly [string, readonly (string | number)[], readonly unknown[]
   ['VmBody.priority', prop('VmBody', 'priority'), PRIORITIES],
   ['VmBody.zone', prop('VmBody', 'zone'), ZONES],
   ['VmBody.osType', prop('VmBody', 'osType'), OS_TYPES],
+  ['VmBody.orchestrationMode', prop('VmBody', 'orchestrationMode'), ORCHESTRATION_MODES],
+  ['Vm.orchestrationMode', prop('Vm', 'orchestrationMode'), ORCHESTRATION_MODES],
   ['OperationBody.type', prop('OperationBody', 'type'), OPERATION_TYPES],
   ['FaultBody.status', prop('FaultBody', 'status'), FAULT_STATUSES],
   ['Vm.tenantKind', prop('Vm', 'tenantKind'), TENANT_KINDS],
@@ -113,6 +123,7 @@ const DECLARED: readonly (readonly unknown[])[] = [
   PRIORITIES,
   ZONES,
   OS_TYPES,
+  ORCHESTRATION_MODES,
   EVICTION_POLICIES,
   POWER_STATES,
   OPERATION_TYPES,

@@ -642,7 +642,7 @@ describe('fleets in the docs', () => {
     const docs = readFileSync(new URL('../../../docs/fleet-files.md', import.meta.url), 'utf8');
     // Blocks that show one section alone (tenants:, hosts:) are fragments.
     const fleets = yamlBlocks(docs).filter((b) => /^(scaleSets|generate):/.test(b));
-    assert.equal(fleets.length, 2);
+    assert.equal(fleets.length, 3);
     for (const block of fleets) assert.ok(engineOf(parseFleet(block, 'docs.yaml')).fleet.size > 0);
   });
 });
@@ -677,6 +677,95 @@ describe('Spot eviction policy and power state', () => {
     assert.throws(
       () => parseFleet('vms:\n  - { name: reg, powerState: deallocated }', 'fleet.yaml'),
       /fleet\.yaml:2:\d+: vms\[0\]\.powerState: .*only to Spot VMs/,
+    );
+  });
+});
+
+describe('computer names', () => {
+  const vmsOf = (text: readonly string[]) => engineOf(parseFleet(text.join('\n'), 'fleet.yaml')).fleet;
+
+  it('derives them by default, and takes computerNamePrefix, computerName and orchestrationMode with ARM’s names', () => {
+    const fleet = vmsOf([
+      'scaleSets:',
+      '  - { name: aks-nodepool1-12345678-vmss, instances: 19 }',
+      '  - { name: winpool-scale-set, instances: 2, osType: Windows }',
+      '  - { name: web, instances: 2, computerNamePrefix: frontend- }',
+      '  - { name: flex, instances: 2, orchestrationMode: Flexible, computerNamePrefix: app }',
+      'vms:',
+      '  - { name: web_7, tenant: web, computerName: web-special }',
+      '  - { name: lone }',
+      '  - { name: other, computerName: db-primary }',
+    ]);
+    const name = (vm: string) => fleet.get(vm).computerName;
+    assert.equal(name('aks-nodepool1-12345678-vmss_18'), 'aks-nodepool1-12345678-vmss00000I');
+    assert.equal(name('winpool-scale-set_1'), 'winpool-s000001');
+    assert.equal(name('web_1'), 'frontend-000001');
+    assert.equal(name('web_7'), 'web-special');
+    assert.equal(name('lone'), 'lone');
+    assert.equal(name('other'), 'db-primary');
+    const flex = [...fleet.vms.values()].filter((vm) => vm.scaleSet === 'flex');
+    assert.equal(flex.length, 2);
+    for (const vm of flex) {
+      assert.match(vm.name, /^flex_[0-9a-f]{8}$/);
+      assert.equal(vm.orchestrationMode, 'Flexible');
+      assert.equal(vm.computerName, `app${vm.name.slice(5, 11)}`);
+    }
+  });
+
+  it('a listed VM joins its scale set’s mode and prefix', () => {
+    const fleet = vmsOf([
+      'scaleSets:',
+      '  - { name: flex, orchestrationMode: Flexible, computerNamePrefix: app- }',
+      'vms:',
+      '  - { name: flex_0a1b2c3d, tenant: flex }',
+    ]);
+    assert.equal(fleet.get('flex_0a1b2c3d').computerName, 'app-0a1b2c');
+  });
+
+  it('refuses names Azure refuses, at the value, with file:line:col', () => {
+    refuses(
+      ['vms:', '  - { name: a, computerName: a_b }'],
+      `fleet.yaml:2:30: vms[0].computerName: VM 'a': computerName "a_b" holds "_"; a Linux computer name is 1-64 letters, digits, '-' and '.'`,
+    );
+    refuses(
+      ['vms:', '  - { name: w, osType: Windows, computerName: sixteen-chars-xx }'],
+      `fleet.yaml:2:47: vms[0].computerName: VM 'w': computerName "sixteen-chars-xx" has 16 characters; a Windows computer name is 1-15 letters, digits and '-'`,
+    );
+    refuses(
+      ['scaleSets:', '  - { name: web, instances: 2, computerNamePrefix: frontends-, osType: Windows }'],
+      `fleet.yaml:2:52: scaleSets[0].computerNamePrefix: VM 'web_0': computerNamePrefix "frontends-" has 10 characters; a Windows computer name prefix is 1-9 letters, digits and '-'`,
+    );
+    refuses(['vms:', '  - { name: a, computerName: 42 }'], 'fleet.yaml:2:30: vms[0].computerName: expected string, received number');
+    refuses(
+      ['scaleSets:', '  - { name: web, instances: 2, orchestrationMode: Flexibel }'],
+      'fleet.yaml:2:51: scaleSets[0].orchestrationMode: expected one of "Uniform"|"Flexible"',
+    );
+  });
+
+  it('keeps the scale-set settings to scale sets, and one of each per scale set', () => {
+    refuses(
+      ['tenants:', '  - { name: as, kind: availabilitySet, computerNamePrefix: x }', 'vms:', '  - { name: a, tenant: as }'],
+      "fleet.yaml:2:60: tenants[0].computerNamePrefix: VM 'a': computerNamePrefix applies only to scale-set VMs (tenantKind scaleSet)",
+    );
+    refuses(
+      [
+        'scaleSets:',
+        '  - { name: web, instances: 2, orchestrationMode: Flexible }',
+        'vms:',
+        '  - { name: web-x, tenant: web, orchestrationMode: Uniform }',
+      ],
+      "fleet.yaml:4:52: vms[0].orchestrationMode: VM 'web-x': scale set 'web' is Flexible, not Uniform",
+    );
+  });
+
+  it('refuses two VMs of one scale set with one computer name, at the second', () => {
+    refuses(
+      ['scaleSets:', '  - { name: web, instances: 2 }', 'vms:', '  - { name: web_01, tenant: web }'],
+      "fleet.yaml:4:13: vms[0].name: VM 'web_01': computer name 'web000001' already belongs to VM 'web_1' of scale set 'web'; computer names are unique in a scale set (give one VM its own computerName)",
+    );
+    refuses(
+      ['scaleSets:', '  - { name: web, instances: 2 }', 'vms:', '  - { name: web-x, tenant: web, computerName: WEB000001 }'],
+      "fleet.yaml:4:47: vms[0].computerName: VM 'web-x': computer name 'WEB000001' already belongs to VM 'web_1' of scale set 'web'; computer names are unique in a scale set",
     );
   });
 });
