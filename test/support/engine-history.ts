@@ -26,6 +26,8 @@ export type Step =
   | { kind: 'approve' | 'cancel' | 'complete'; pick: number; vm: number }
   | { kind: 'advance'; seconds: number }
   | { kind: 'add' | 'remove'; vm: string }
+  /** A Scheduled Events request from the VM: it enables the VM under the realistic activation profile. */
+  | { kind: 'request'; vm: string }
   | { kind: 'reset' };
 
 export const step: fc.Arbitrary<Step> = fc.oneof(
@@ -49,6 +51,7 @@ export const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('advance' as const), seconds: fc.integer({ min: 1, max: 3600 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constantFrom('add' as const, 'remove' as const), vm: fc.constantFrom(...NAMES) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'reset' as const }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('request' as const), vm: fc.constantFrom(...NAMES) }) },
 );
 
 /** Ids `00000000-0000-4000-8000-<n>` from `start` up, so two engines can be given the same ones. */
@@ -90,6 +93,9 @@ export function applyStep(engine: Engine, clock: ManualClock, s: Step): void {
         return;
       case 'reset':
         engine.reset();
+        return;
+      case 'request':
+        engine.recordRequest(s.vm);
         return;
     }
   } catch (err) {

@@ -9,17 +9,20 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine } from '../../../src/emulator/engine/engine.js';
+import type { ActivationOptions } from '../../../src/emulator/engine/activation.js';
 import { renderAnswer } from '../../../src/emulator/imds/answers.js';
 import { FLEET, NAMES, T0, applyStep, countingIds, step, type Step } from '../../support/engine-history.js';
 
 const FIXTURE = new URL('./fixtures/documents.golden.json', import.meta.url);
-const HISTORIES = [
-  { seed: 2501, steps: 250, historyLimit: 1000 },
-  { seed: 2502, steps: 250, historyLimit: 3 },
+const HISTORIES: { seed: number; steps: number; historyLimit: number; activation: ActivationOptions }[] = [
+  { seed: 2501, steps: 250, historyLimit: 1000, activation: { mode: 'off' } },
+  { seed: 2502, steps: 250, historyLimit: 3, activation: { mode: 'off' } },
+  { seed: 2503, steps: 250, historyLimit: 1000, activation: { mode: 'realistic', firstCallDelaySeconds: 60 } },
 ];
 
 interface Recorded {
   historyLimit: number;
+  activation: ActivationOptions;
   steps: Step[];
   /** [step, vm, incarnation, body] for each document that changed at that step (step -1: the start). */
   documents: [number, string, number, string][];
@@ -27,9 +30,9 @@ interface Recorded {
   snapshots: string[];
 }
 
-function record(steps: Step[], historyLimit: number): Recorded {
+function record(steps: Step[], historyLimit: number, activation: ActivationOptions): Recorded {
   const clock = new ManualClock(T0);
-  const engine = new Engine({ clock, fleet: FLEET, historyLimit, newId: countingIds().newId });
+  const engine = new Engine({ clock, fleet: FLEET, historyLimit, activation, newId: countingIds().newId });
   const seen = new Map<string, string>();
   const documents: Recorded['documents'] = [];
   const snapshots: string[] = [];
@@ -54,23 +57,23 @@ function record(steps: Step[], historyLimit: number): Recorded {
     const snapshot = JSON.stringify({ ...engine.snapshot(), savedAt: 0 });
     snapshots.push(createHash('sha256').update(snapshot).digest('hex').slice(0, 16));
   });
-  return { historyLimit, steps, documents, snapshots };
+  return { historyLimit, activation, steps, documents, snapshots };
 }
 
 describe('the documents every VM sees, on recorded histories', () => {
   if (process.env.FOREWARN_UPDATE_GOLDEN === '1') {
-    const recorded = HISTORIES.map(({ seed, steps, historyLimit }) => {
+    const recorded = HISTORIES.map(({ seed, steps, historyLimit, activation }) => {
       const [history] = fc.sample(fc.array(step, { minLength: steps, maxLength: steps }), { seed, numRuns: 1 });
-      return record(history!, historyLimit);
+      return record(history!, historyLimit, activation);
     });
     writeFileSync(FIXTURE, `${JSON.stringify(recorded, null, 1)}\n`);
   }
   const fixture = JSON.parse(readFileSync(FIXTURE, 'utf8')) as Recorded[];
 
   fixture.forEach((expected, n) => {
-    it(`history ${n + 1}: ${expected.steps.length} steps, history limit ${expected.historyLimit}`, () => {
-      assert.ok(expected.documents.length > expected.steps.length / 4, 'the history changes documents often');
-      const actual = record(expected.steps, expected.historyLimit);
+    it(`history ${n + 1}: ${expected.steps.length} steps, history limit ${expected.historyLimit}, activation ${expected.activation.mode}`, () => {
+      assert.ok(expected.documents.length > expected.steps.length / 10, 'the history changes documents often');
+      const actual = record(expected.steps, expected.historyLimit, expected.activation);
       // The first difference, with its step, reads better than a diff of thousands of entries.
       actual.documents.forEach((d, i) => assert.deepEqual(d, expected.documents[i], `document change ${i}`));
       assert.equal(actual.documents.length, expected.documents.length);

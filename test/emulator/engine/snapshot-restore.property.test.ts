@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ManualClock } from '../../../src/shared/clock.js';
 import { Engine, type EngineSnapshot } from '../../../src/emulator/engine/engine.js';
+import type { ActivationOptions } from '../../../src/emulator/engine/activation.js';
 import { renderAnswer } from '../../../src/emulator/imds/answers.js';
 import { MAX_PAGE_LIMIT } from '../../../src/emulator/engine/paging.js';
 import { FLEET, NAMES, T0, applyStep, countingIds, step } from '../../support/engine-history.js';
@@ -35,6 +36,7 @@ export function observe(engine: Engine): unknown {
     history: engine.history({ limit: MAX_PAGE_LIMIT }).items,
     operations: engine.operations({ limit: MAX_PAGE_LIMIT }).items,
     vmStates: [...engine.vmStates()],
+    activation: NAMES.filter((name) => engine.fleet.vms.has(name)).map((name) => engine.activationOf(name)),
     deleted: engine.deletedVms(),
     snapshot: { ...engine.snapshot(), savedAt: 0 } satisfies EngineSnapshot,
   });
@@ -47,14 +49,15 @@ describe('snapshot → restore equals the live engine', () => {
         fc.array(step, { maxLength: 40 }),
         fc.array(step, { minLength: 1, maxLength: 30 }),
         fc.constantFrom(1, 3, 1000),
-        (before, after, historyLimit) => {
+        fc.constantFrom<ActivationOptions>({ mode: 'off' }, { mode: 'realistic', firstCallDelaySeconds: 0 }, { mode: 'realistic' }),
+        (before, after, historyLimit, activation) => {
           const liveClock = new ManualClock(T0);
           const ids = countingIds();
-          const live = new Engine({ clock: liveClock, fleet: FLEET, historyLimit, newId: ids.newId });
+          const live = new Engine({ clock: liveClock, fleet: FLEET, historyLimit, activation, newId: ids.newId });
           for (const s of before) applyStep(live, liveClock, s);
 
           const restoredClock = new ManualClock(liveClock.now());
-          const restored = new Engine({ clock: restoredClock, fleet: [], historyLimit, newId: countingIds(ids.count()).newId });
+          const restored = new Engine({ clock: restoredClock, fleet: [], historyLimit, activation, newId: countingIds(ids.count()).newId });
           restored.restore(live.snapshot());
           assert.deepEqual(observe(restored), observe(live), 'right after the restore');
           after.forEach((s, i) => {
