@@ -5,15 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { formatIso } from '../../protocol/time.js';
 import type { EventView } from '../../protocol/types.js';
-import {
-  checkActivation,
-  firstCallDelayMs,
-  idleMs,
-  statusOf,
-  type ActivationOptions,
-  type ActivationState,
-  type ActivationStatus,
-} from './activation.js';
+import { ActivationTracker, type ActivationOptions, type ActivationState, type ActivationStatus } from './activation.js';
 import type { Clock } from '../../shared/clock.js';
 import { ChangeLog, TrackedMap, takeTable } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
@@ -105,8 +97,7 @@ export class Engine {
   readonly #held = new Map<string, string[]>();
   /** VMs a Spot eviction deallocated. */
   readonly #deallocated = new Set<string>();
-  readonly #activationOptions: ActivationOptions;
-  readonly #activation = new TrackedMap<string, ActivationState>(this.#changes);
+  readonly #activation: ActivationTracker;
   readonly #incarnations = new TrackedMap<string, number>(this.#changes);
   readonly #deleted = new TrackedMap<string, DeletedVm>(this.#changes);
   readonly #historyLimit: number;
@@ -127,8 +118,13 @@ export class Engine {
     this.clock = options.clock;
     this.timing = options.timing ?? new Timing(1);
     this.#newId = options.newId ?? (() => randomUUID().toUpperCase());
-    this.#activationOptions = options.activation ?? { mode: 'off' };
-    checkActivation(this.#activationOptions);
+    this.#activation = new ActivationTracker(options.activation ?? { mode: 'off' }, this.#changes, {
+      timing: this.timing,
+      schedule: this.#schedule,
+      hasVm: (name) => this.fleet.vms.has(name),
+      touchVm: (name) => this.#touchVm(name),
+      markMutated: () => (this.#mutated = true),
+    });
     this.#historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
     if (!Number.isInteger(this.#historyLimit) || this.#historyLimit < 0) {
       throw invalid(`historyLimit must be an integer of 0 or more, got ${String(options.historyLimit)}`);
@@ -238,13 +234,12 @@ export class Engine {
   }
 
   get activationMode(): ActivationOptions['mode'] {
-    return this.#activationOptions.mode;
+    return this.#activation.mode;
   }
 
   activationOf(name: string): { status: ActivationStatus } & ActivationState {
     this.fleet.get(name);
-    const state = this.#activation.get(name) ?? { enabledAt: null, enablingAt: null, lastRequestAt: null };
-    return { status: statusOf(state, this.#activationOptions.mode), ...state };
+    return this.#activation.of(name);
   }
 
   /** Entries waiting in the schedule, stale ones included: for tests and benchmarks. */
@@ -282,28 +277,17 @@ export class Engine {
    * should hold that request (simulated ms).
    */
   recordRequest(name: string): { delayMs: number } {
-    if (this.#activationOptions.mode === 'off') return { delayMs: 0 };
+    if (this.#activation.mode === 'off') return { delayMs: 0 };
     this.tick();
     this.fleet.get(name);
     const now = this.now();
-    let state = this.#activation.get(name);
-    if (!state) this.#activation.set(name, (state = { enabledAt: null, enablingAt: null, lastRequestAt: null }));
-    const firstIdleCheck = state.lastRequestAt === null;
-    state.lastRequestAt = now;
-    this.#activation.changes.updated(name);
-    if (state.enabledAt !== null) {
-      if (firstIdleCheck) this.#schedule.push(now + idleMs(this.timing), name, 'idle');
-      return { delayMs: 0 };
-    }
-    if (state.enablingAt === null) {
-      state.enablingAt = now + firstCallDelayMs(this.#activationOptions, this.timing);
-      this.#schedule.push(state.enablingAt, name, 'enable');
+    if (this.#activation.request(name, now)) {
       this.#mutated = true;
       this.#commit();
       // A zero delay enables at once.
       this.tick();
     }
-    return { delayMs: Math.max(0, (state.enablingAt ?? now) - now) };
+    return { delayMs: this.#activation.delayMs(name, now) };
   }
 
   addVm(spec: VmSpec): Vm {
@@ -611,7 +595,7 @@ export class Engine {
       ended: [...this.#ended.values()].map((e) => structuredClone(e)),
       operations: [...this.#operations.values()].map((o) => structuredClone(o)),
       incarnations: Object.fromEntries(this.#incarnations),
-      activation: Object.fromEntries([...this.#activation].map(([name, a]) => [name, { ...a }])),
+      activation: this.#activation.snapshot(),
       // Not deletedVms(): its tick would change the state halfway through the snapshot.
       deleted: [...this.#deleted.values()].map((d) => ({ ...d })),
     };
@@ -648,8 +632,8 @@ export class Engine {
       (n, name): [string, number] => [name, n],
     );
     const activation = takeTable(
-      this.#activation.changes,
-      (name) => this.#activation.get(name),
+      this.#activation.states.changes,
+      (name) => this.#activation.states.get(name),
       (a, name): [string, ActivationState] => [name, { ...a }],
     );
     const deleted = takeTable(
@@ -710,11 +694,7 @@ export class Engine {
       } else this.#prunable.add(e.id);
     }
     for (const d of snapshot.deleted ?? []) if (!this.fleet.vms.has(d.name)) this.#deleted.set(d.name, { ...d });
-    for (const [name, a] of Object.entries(snapshot.activation ?? {})) {
-      this.#activation.set(name, { ...a });
-      if (a.enablingAt !== null) this.#schedule.push(a.enablingAt, name, 'enable');
-      if (a.enabledAt !== null && a.lastRequestAt !== null) this.#schedule.push(a.lastRequestAt + idleMs(this.timing), name, 'idle');
-    }
+    this.#activation.restore(snapshot.activation ?? {});
     // Restored documents are the saved ones, under their saved incarnations.
     this.#touched.clear();
     this.#mutated = true;
@@ -1020,13 +1000,8 @@ export class Engine {
       event.tenant === vm.tenant &&
       vm.powerState === 'running' &&
       (!this.fleet.seesOnlyOwnEvents(vm) || event.resources.includes(vm.name)) &&
-      this.#enabled(vm.name)
+      this.#activation.enabled(vm.name)
     );
-  }
-
-  /** [seed] With the realistic activation profile a VM sees events only once its requests have enabled them. */
-  #enabled(name: string): boolean {
-    return this.#activationOptions.mode === 'off' || (this.#activation.get(name)?.enabledAt ?? null) !== null;
   }
 
   /** Marks a VM changed if enabling or disabling it (or stopping and starting it) changes what it sees. */
@@ -1163,32 +1138,10 @@ export class Engine {
         if (operation) this.#runStep(operation, due.at);
         return;
       }
-      case 'enable': {
-        const state = this.#activation.get(due.ref);
-        if (!state || state.enablingAt !== due.at || !this.fleet.vms.has(due.ref)) return;
-        state.enablingAt = null;
-        state.enabledAt = due.at;
-        this.#activation.changes.updated(due.ref);
-        this.#touchVm(due.ref);
-        this.#mutated = true;
-        this.#schedule.push((state.lastRequestAt ?? due.at) + idleMs(this.timing), due.ref, 'idle');
+      case 'enable':
+      case 'idle':
+        this.#activation.apply(due);
         return;
-      }
-      case 'idle': {
-        const state = this.#activation.get(due.ref);
-        if (!state || state.enabledAt === null || state.lastRequestAt === null) return;
-        const idleAt = state.lastRequestAt + idleMs(this.timing);
-        if (idleAt > due.at) {
-          this.#schedule.push(idleAt, due.ref, 'idle');
-          return;
-        }
-        // [seed] 24 h without a request: disabled until the next request enables it again.
-        this.#touchVm(due.ref);
-        state.enabledAt = null;
-        this.#activation.changes.updated(due.ref);
-        this.#mutated = true;
-        return;
-      }
     }
   }
 
@@ -1221,7 +1174,7 @@ export class Engine {
    * a VM): amortized O(1) a change.
    */
   #compactSchedule(): void {
-    const live = 2 * this.#live.size + this.#liveByOperation.size + 2 * this.#activation.size;
+    const live = 2 * this.#live.size + this.#liveByOperation.size + this.#activation.pending;
     if (this.#schedule.size <= Math.max(SCHEDULE_COMPACT_MIN, 2 * live)) return;
     this.#schedule.compact((due) => this.#stillDue(due));
   }
@@ -1246,9 +1199,8 @@ export class Engine {
         return operation?.status === 'running' && (operation.steps?.some((s) => s.status === 'pending' && s.at === due.at) ?? false);
       }
       case 'enable':
-        return this.#activation.get(due.ref)?.enablingAt === due.at;
       case 'idle':
-        return (this.#activation.get(due.ref)?.enabledAt ?? null) !== null;
+        return this.#activation.stillDue(due);
     }
   }
 
