@@ -10,6 +10,7 @@ import type { Clock } from '../../shared/clock.js';
 import { ChangeLog, TrackedMap, takeTable } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
+import { History } from './history.js';
 import {
   OPERATION_STATUSES,
   SNAPSHOT_VERSION,
@@ -22,7 +23,6 @@ import {
   type Operation,
   type OperationRequest,
   type OperationStatus,
-  type Saved,
   type StartCause,
 } from './model.js';
 import { HOST_OPERATIONS, OPERATION_TYPES, isOperationType, type OperationType } from './operations.js';
@@ -76,7 +76,6 @@ export class Engine {
   readonly #vmChanges = this.#changes.table<string>();
   readonly #live = new TrackedMap<string, EngineEvent>(this.#changes);
   readonly #byTenant = new Map<string, EngineEvent[]>();
-  readonly #ended = new TrackedMap<string, EndedEvent>(this.#changes);
   readonly #operations = new TrackedMap<string, Operation>(this.#changes);
   /** Live events of each job. */
   readonly #jobs = new Map<string, EngineEvent[]>();
@@ -92,21 +91,13 @@ export class Engine {
   readonly #cancelledByOperation = new Map<string, number>();
   /** The rolling step each live or ended event of a running rollout belongs to. */
   readonly #stepOf = new Map<string, RollingStep>();
-  /** Ended events history may forget, oldest first; those of a running operation wait in #held. */
-  readonly #prunable = new Set<string>();
-  readonly #held = new Map<string, string[]>();
   /** VMs a Spot eviction deallocated. */
   readonly #deallocated = new Set<string>();
   readonly #activation: ActivationTracker;
   readonly #incarnations = new TrackedMap<string, number>(this.#changes);
-  readonly #deleted = new TrackedMap<string, DeletedVm>(this.#changes);
-  readonly #historyLimit: number;
-  /** Finished operations in the order they finished: the oldest goes first past the limit. */
-  readonly #finished = new Set<string>();
+  readonly #history: History;
   /** Events created since the engine started: a figure for benchmarks and metrics. */
   #eventsCreated = 0;
-  /** Never goes back, not even on reset, so no cursor handed out can come to mean a newer item. */
-  #nextSeq = 0;
   readonly #schedule = new Schedule();
   readonly #touched = new Set<string>();
   readonly #listeners = new Set<ChangeListener>();
@@ -125,10 +116,11 @@ export class Engine {
       touchVm: (name) => this.#touchVm(name),
       markMutated: () => (this.#mutated = true),
     });
-    this.#historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
-    if (!Number.isInteger(this.#historyLimit) || this.#historyLimit < 0) {
+    const historyLimit = options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+    if (!Number.isInteger(historyLimit) || historyLimit < 0) {
       throw invalid(`historyLimit must be an integer of 0 or more, got ${String(options.historyLimit)}`);
     }
+    this.#history = new History(historyLimit, this.#changes);
     this.fleet = new Fleet(this.#newId);
     for (const spec of options.fleet ?? []) this.#addVm(spec);
     this.#initialFleet = this.#fleetSpecs();
@@ -166,18 +158,18 @@ export class Engine {
   event(id: string): EngineEvent {
     this.tick();
     const e = this.#live.get(id.toUpperCase());
-    if (!e) throw notFound(this.#ended.has(id.toUpperCase()) ? `event ${id} has already ended` : `no event with id ${id}`);
+    if (!e) throw notFound(this.#history.has(id.toUpperCase()) ? `event ${id} has already ended` : `no event with id ${id}`);
     return cloneEvent(e);
   }
 
   hasEnded(id: string): boolean {
-    return this.#ended.has(id.toUpperCase());
+    return this.#history.has(id.toUpperCase());
   }
 
   /** Ended events whose history is known, newest first, a page at a time. */
   history(request: PageRequest = {}): Page<EndedEvent & { event: EngineEvent }> {
     this.tick();
-    const page = pageNewestFirst([...this.#ended.values()], request, (e): e is EndedEvent & { event: EngineEvent } => e.event !== null);
+    const page = this.#history.page(request);
     return { items: page.items.map((e) => ({ ...e, resources: [...e.resources], event: cloneEvent(e.event) })), next: page.next };
   }
 
@@ -201,7 +193,7 @@ export class Engine {
   deletedVms(): DeletedVm[] {
     // Like the other queries: a Terminate that has run its course by now has deleted its VMs.
     this.tick();
-    return [...this.#deleted.values()].map((d) => ({ ...d }));
+    return [...this.#history.deleted.values()].map((d) => ({ ...d }));
   }
 
   /** Operations newest first, a page at a time; `status` keeps only those in that state. */
@@ -367,7 +359,7 @@ export class Engine {
 
     const operation: Operation = {
       id: this.#newId().toLowerCase(),
-      seq: this.#nextSeq++,
+      seq: this.#history.nextSeq(),
       type,
       createdAt: now,
       vms: vms.map((vm) => vm.name),
@@ -464,7 +456,7 @@ export class Engine {
     const toApprove: EngineEvent[] = [];
     for (const raw of ids) {
       const id = raw.toUpperCase();
-      const known = this.#live.get(id) ?? this.#ended.get(id);
+      const known = this.#live.get(id) ?? this.#history.ended.get(id);
       if (!known) throw invalid(`unknown EventId (never issued, or ended longer ago than the emulator keeps: --history-limit): ${raw}`);
       if (!this.#visible(vm, known)) throw invalid(`EventId ${raw} is not an event that VM '${vm.name}' can see`);
       const live = this.#live.get(id);
@@ -556,7 +548,6 @@ export class Engine {
     this.fleet.clear();
     this.#live.clear();
     this.#byTenant.clear();
-    this.#ended.clear();
     this.#operations.clear();
     this.#jobs.clear();
     this.#maintenance.clear();
@@ -565,13 +556,10 @@ export class Engine {
     this.#liveByOperation.clear();
     this.#cancelledByOperation.clear();
     this.#stepOf.clear();
-    this.#prunable.clear();
-    this.#held.clear();
     this.#deallocated.clear();
     this.#activation.clear();
     this.#schedule.clear();
-    this.#deleted.clear();
-    this.#finished.clear();
+    this.#history.clear();
   }
 
   /** Identifies a VM's visible events and their states, to tell whether its document changed. */
@@ -592,12 +580,12 @@ export class Engine {
       initialFleet: structuredClone(this.#initialFleet),
       vms: this.#fleetSpecs(),
       events: [...this.#live.values()].map(cloneEvent),
-      ended: [...this.#ended.values()].map((e) => structuredClone(e)),
+      ended: this.#history.snapshot().ended,
       operations: [...this.#operations.values()].map((o) => structuredClone(o)),
       incarnations: Object.fromEntries(this.#incarnations),
       activation: this.#activation.snapshot(),
       // Not deletedVms(): its tick would change the state halfway through the snapshot.
-      deleted: [...this.#deleted.values()].map((d) => ({ ...d })),
+      deleted: this.#history.snapshot().deleted,
     };
   }
 
@@ -617,8 +605,8 @@ export class Engine {
     );
     const events = takeTable(this.#live.changes, (id) => this.#live.get(id), cloneEvent);
     const ended = takeTable(
-      this.#ended.changes,
-      (id) => this.#ended.get(id),
+      this.#history.ended.changes,
+      (id) => this.#history.ended.get(id),
       (e) => structuredClone(e),
     );
     const operations = takeTable(
@@ -637,8 +625,8 @@ export class Engine {
       (a, name): [string, ActivationState] => [name, { ...a }],
     );
     const deleted = takeTable(
-      this.#deleted.changes,
-      (name) => this.#deleted.get(name),
+      this.#history.deleted.changes,
+      (name) => this.#history.deleted.get(name),
       (d) => ({ ...d }),
     );
     if (vms) delta.vms = vms;
@@ -659,14 +647,10 @@ export class Engine {
     this.#initialFleet = structuredClone(snapshot.initialFleet);
     for (const spec of snapshot.vms) this.#placeVm(spec);
     for (const [name, n] of Object.entries(snapshot.incarnations)) this.#incarnations.set(name, n);
-    const { ended, operations, next } = sequenced(snapshot, this.#nextSeq);
-    this.#nextSeq = next;
+    const operations = this.#history.restore(snapshot, (name) => this.fleet.vms.has(name));
     for (const op of operations) {
       this.#operations.set(op.id, op);
-      if (op.status !== 'running') {
-        this.#finished.add(op.id);
-        continue;
-      }
+      if (op.status !== 'running') continue;
       this.#liveByOperation.set(op.id, 0);
       for (const step of op.steps ?? []) for (const id of step.events) this.#stepOf.set(id, step);
       if (holdsTenant(POLICIES[op.type], op))
@@ -685,15 +669,13 @@ export class Engine {
         this.#schedule.push(event.endsAt, event.id, 'end');
       }
     }
-    for (const e of ended) {
-      this.#ended.set(e.id, e);
+    // A running operation's outcome counts the cancelled events it holds in history.
+    for (const e of this.#history.ended.values()) {
       const op = e.event?.operationId;
-      if (op !== undefined && this.#liveByOperation.has(op)) {
-        this.#hold(op, e.id);
-        if (e.cancelled) this.#cancelledByOperation.set(op, (this.#cancelledByOperation.get(op) ?? 0) + 1);
-      } else this.#prunable.add(e.id);
+      if (e.cancelled && op !== undefined && this.#liveByOperation.has(op)) {
+        this.#cancelledByOperation.set(op, (this.#cancelledByOperation.get(op) ?? 0) + 1);
+      }
     }
-    for (const d of snapshot.deleted ?? []) if (!this.fleet.vms.has(d.name)) this.#deleted.set(d.name, { ...d });
     this.#activation.restore(snapshot.activation ?? {});
     // Restored documents are the saved ones, under their saved incarnations.
     this.#touched.clear();
@@ -717,7 +699,7 @@ export class Engine {
   #addVm(spec: VmSpec): Vm {
     const vm = this.#placeVm(spec);
     this.#vmChanges.inserted(vm.name);
-    this.#deleted.delete(vm.name);
+    this.#history.forgetDeleted(vm.name);
     this.#mutated = true;
     // A returning name must not show an old incarnation with new events.
     if (this.#incarnations.has(vm.name)) this.#touched.add(vm.name);
@@ -738,7 +720,15 @@ export class Engine {
     this.#vmChanges.deleted(name);
     if (deletedBy) {
       const { tenant, host, faultDomain, updateDomain } = vm;
-      this.#deleted.set(name, { name, tenant, host, faultDomain, updateDomain, deletedAt: deletedBy.at, operation: deletedBy.operation });
+      this.#history.recordDeleted({
+        name,
+        tenant,
+        host,
+        faultDomain,
+        updateDomain,
+        deletedAt: deletedBy.at,
+        operation: deletedBy.operation,
+      });
     }
     this.#mutated = true;
     // Events of a tenant with no VMs left have nobody to tell; they end silently. One that has
@@ -926,7 +916,6 @@ export class Engine {
   #finish(operation: Operation, status: Exclude<OperationStatus, 'running'>): void {
     operation.status = status;
     this.#operations.changes.updated(operation.id);
-    this.#finished.add(operation.id);
     for (const tenant of this.#maintained.get(operation.id) ?? []) {
       const running = this.#maintenance.get(tenant);
       if (running?.delete(operation.id) && running.size === 0) this.#maintenance.delete(tenant);
@@ -935,14 +924,7 @@ export class Engine {
     this.#liveByOperation.delete(operation.id);
     this.#cancelledByOperation.delete(operation.id);
     for (const step of operation.steps ?? []) for (const id of step.events) this.#stepOf.delete(id);
-    for (const id of this.#held.get(operation.id) ?? []) this.#prunable.add(id);
-    this.#held.delete(operation.id);
-  }
-
-  #hold(operationId: string, eventId: string): void {
-    const held = this.#held.get(operationId);
-    if (held) held.push(eventId);
-    else this.#held.set(operationId, [eventId]);
+    this.#history.operationFinished(operation.id);
   }
 
   /** A rolling update's step event has ended: plan the next fault domain shortly after, or finish. */
@@ -1041,7 +1023,7 @@ export class Engine {
   #liveOrThrow(id: string): EngineEvent {
     const event = this.#live.get(id.toUpperCase());
     if (event) return event;
-    if (this.#ended.has(id.toUpperCase())) throw conflict(`event ${id} has already ended`);
+    if (this.#history.has(id.toUpperCase())) throw conflict(`event ${id} has already ended`);
     throw notFound(`no event with id ${id}`);
   }
 
@@ -1090,18 +1072,7 @@ export class Engine {
       if (cancelled) this.#cancelledByOperation.set(opId, (this.#cancelledByOperation.get(opId) ?? 0) + 1);
     }
     // No longer live, so nothing changes it from here on.
-    this.#ended.set(event.id, {
-      id: event.id,
-      tenant: event.tenant,
-      resources: [...event.resources],
-      endedAt: at,
-      cancelled,
-      seq: this.#nextSeq++,
-      event,
-    });
-    // History keeps an event while its operation runs: the operation's outcome is read from them.
-    if (running) this.#hold(opId, event.id);
-    else this.#prunable.add(event.id);
+    this.#history.recordEnded(event, at, cancelled, running ? opId : null);
     // Completed before its impact was over (through the control API): the impact's effect is due now.
     if (!cancelled && event.status === 'Started' && this.#impactEndsAt(event) > at)
       this.#affect(event, at, this.#policyOf(event)?.onImpactEnd);
@@ -1146,29 +1117,6 @@ export class Engine {
   }
 
   /**
-   * [choice] The one place anything that ended is forgotten: past historyLimit the oldest ended
-   * event, finished operation and deleted-VM record go first. An ended event stays while its
-   * operation runs, since the operation's outcome is read from its events when it finishes.
-   */
-  #prune(): void {
-    const limit = this.#historyLimit;
-    for (const id of this.#prunable) {
-      if (this.#ended.size <= limit) break;
-      this.#prunable.delete(id);
-      this.#ended.delete(id);
-    }
-    for (const id of this.#finished) {
-      if (this.#finished.size <= limit) break;
-      this.#finished.delete(id);
-      this.#operations.delete(id);
-    }
-    for (const name of this.#deleted.keys()) {
-      if (this.#deleted.size <= limit) break;
-      this.#deleted.delete(name);
-    }
-  }
-
-  /**
    * Drops schedule entries that #apply would ignore, once they outnumber the live work that can
    * be due (an event's start or impact and end, a running operation's step, two activation checks
    * a VM): amortized O(1) a change.
@@ -1206,7 +1154,7 @@ export class Engine {
 
   /** Every VM whose visible events changed gets exactly one new incarnation. */
   #commit(): void {
-    this.#prune();
+    this.#history.prune(this.#operations);
     this.#compactSchedule();
     if (this.#touched.size > 0) {
       const changed = [...this.#touched];
@@ -1233,20 +1181,6 @@ function toView(e: EngineEvent): EventView {
     source: e.source,
     durationInSeconds: e.durationInSeconds,
   };
-}
-
-/**
- * Saved ended events and operations as copies in sequence order, and the next sequence number.
- * Those saved before sequence numbers existed get the next ones, in the order they were saved.
- */
-function sequenced(snapshot: EngineSnapshot, from: number): { ended: EndedEvent[]; operations: Operation[]; next: number } {
-  let next = from;
-  for (const item of [...snapshot.ended, ...snapshot.operations]) if (item.seq !== undefined) next = Math.max(next, item.seq + 1);
-  const number = <T extends { seq: number }>(saved: readonly Saved<T>[]): T[] =>
-    saved.map((item) => ({ ...structuredClone(item), seq: item.seq ?? next++ }) as T).sort((a, b) => a.seq - b.seq);
-  const ended = number<EndedEvent>(snapshot.ended);
-  const operations = number<Operation>(snapshot.operations);
-  return { ended, operations, next };
 }
 
 function cloneEvent(e: EngineEvent): EngineEvent {
