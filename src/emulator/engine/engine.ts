@@ -11,6 +11,7 @@ import { ChangeLog, TrackedMap, takeTable } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import { History } from './history.js';
+import { MaintenanceHolds } from './maintenance.js';
 import {
   OPERATION_STATUSES,
   SNAPSHOT_VERSION,
@@ -79,10 +80,7 @@ export class Engine {
   readonly #operations = new TrackedMap<string, Operation>(this.#changes);
   /** Live events of each job. */
   readonly #jobs = new Map<string, EngineEvent[]>();
-  /** [seed] The routine operations running over each tenant, and the fault domains each holds there. */
-  readonly #maintenance = new Map<string, Map<string, readonly number[]>>();
-  /** The tenants each running routine operation holds, so finishing releases them without a scan. */
-  readonly #maintained = new Map<string, string[]>();
+  readonly #maintenance = new MaintenanceHolds();
   /** Live events that name each VM in their Resources. */
   readonly #byVm = new Map<string, Set<EngineEvent>>();
   /** How many events of each running operation are live. */
@@ -336,7 +334,7 @@ export class Engine {
     }
     this.#checkOverlap(policy, vms, request);
     const domains = faultDomainsByTenant(vms);
-    if (policy.routine) this.#checkMaintenance(domains);
+    if (policy.routine) this.#maintenance.check(domains, (id) => this.#operations.get(id)?.type);
 
     // Which VMs get notice; the rest are acted on at once with no event.
     const atOnce = new Map<Vm, 'remove' | 'reimage'>();
@@ -391,36 +389,12 @@ export class Engine {
     }
     // [choice] A rollout holds its tenant, and so does a host update anywhere (one at a time, as before rollouts
     // of other kinds existed); a routine job on named VMs or a host is checked against holds but takes none.
-    if (holdsTenant(policy, target) && plans.length > 0) this.#holdMaintenance(operation.id, domains);
+    if (holdsTenant(policy, target) && plans.length > 0) this.#maintenance.hold(operation.id, domains);
     this.#settle(operation);
     this.#operations.changes.updated(operation.id);
     this.#mutated = true;
     this.#commit();
     return structuredClone(operation);
-  }
-
-  /**
-   * [seed] "Virtual machines in different fault domains will not be affected by routine maintenance
-   * at the same time": a routine operation is refused while another runs over a different fault
-   * domain of the same tenant ([choice] 409; the same fault domain may share).
-   */
-  #checkMaintenance(domains: ReadonlyMap<string, readonly number[]>): void {
-    for (const [tenant, fds] of domains) {
-      for (const [running, held] of this.#maintenance.get(tenant) ?? []) {
-        if (new Set([...held, ...fds]).size === 1) continue;
-        const what = this.#operations.get(running)?.type.replace('-', ' ') ?? 'routine maintenance';
-        throw conflict(`a ${what} is already in progress for tenant '${tenant}' (operation ${running}); one at a time`);
-      }
-    }
-  }
-
-  #holdMaintenance(operationId: string, domains: ReadonlyMap<string, readonly number[]>): void {
-    for (const [tenant, fds] of domains) {
-      let running = this.#maintenance.get(tenant);
-      if (!running) this.#maintenance.set(tenant, (running = new Map()));
-      running.set(operationId, fds);
-    }
-    this.#maintained.set(operationId, [...domains.keys()]);
   }
 
   /** [seed] A deallocated VM gets no further events; a policy may refuse a VM already going through one of its kind. */
@@ -551,7 +525,6 @@ export class Engine {
     this.#operations.clear();
     this.#jobs.clear();
     this.#maintenance.clear();
-    this.#maintained.clear();
     this.#byVm.clear();
     this.#liveByOperation.clear();
     this.#cancelledByOperation.clear();
@@ -654,7 +627,7 @@ export class Engine {
       this.#liveByOperation.set(op.id, 0);
       for (const step of op.steps ?? []) for (const id of step.events) this.#stepOf.set(id, step);
       if (holdsTenant(POLICIES[op.type], op))
-        this.#holdMaintenance(op.id, faultDomainsByTenant(op.vms.flatMap((n) => this.fleet.vms.get(n) ?? [])));
+        this.#maintenance.hold(op.id, faultDomainsByTenant(op.vms.flatMap((n) => this.fleet.vms.get(n) ?? [])));
       const pending = op.steps?.find((step) => step.status === 'pending' && step.at !== null);
       if (pending) this.#schedule.push(pending.at!, op.id, 'step');
     }
@@ -916,11 +889,7 @@ export class Engine {
   #finish(operation: Operation, status: Exclude<OperationStatus, 'running'>): void {
     operation.status = status;
     this.#operations.changes.updated(operation.id);
-    for (const tenant of this.#maintained.get(operation.id) ?? []) {
-      const running = this.#maintenance.get(tenant);
-      if (running?.delete(operation.id) && running.size === 0) this.#maintenance.delete(tenant);
-    }
-    this.#maintained.delete(operation.id);
+    this.#maintenance.release(operation.id);
     this.#liveByOperation.delete(operation.id);
     this.#cancelledByOperation.delete(operation.id);
     for (const step of operation.steps ?? []) for (const id of step.events) this.#stepOf.delete(id);
