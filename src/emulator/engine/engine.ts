@@ -11,6 +11,7 @@ import { ChangeLog, TrackedMap, takeTable } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import { History } from './history.js';
+import { LiveEvents } from './live-events.js';
 import { MaintenanceHolds } from './maintenance.js';
 import {
   OPERATION_STATUSES,
@@ -75,14 +76,9 @@ export class Engine {
   /** Which entities changed since the state file last took them; declared before the maps it tracks. */
   readonly #changes = new ChangeLog();
   readonly #vmChanges = this.#changes.table<string>();
-  readonly #live = new TrackedMap<string, EngineEvent>(this.#changes);
-  readonly #byTenant = new Map<string, EngineEvent[]>();
+  readonly #live = new LiveEvents(this.#changes);
   readonly #operations = new TrackedMap<string, Operation>(this.#changes);
-  /** Live events of each job. */
-  readonly #jobs = new Map<string, EngineEvent[]>();
   readonly #maintenance = new MaintenanceHolds();
-  /** Live events that name each VM in their Resources. */
-  readonly #byVm = new Map<string, Set<EngineEvent>>();
   /** How many events of each running operation are live. */
   readonly #liveByOperation = new Map<string, number>();
   /** How many events of each running operation ended cancelled: its outcome, without reading its events. */
@@ -135,7 +131,7 @@ export class Engine {
     this.tick();
     const vm = this.fleet.get(name);
     const events: EventView[] = [];
-    for (const e of this.#byTenant.get(vm.tenant) ?? []) {
+    for (const e of this.#live.ofTenant(vm.tenant)) {
       if (this.#visible(vm, e)) events.push(toView(e));
     }
     return { vm: name, incarnation: this.#incarnation(name), events };
@@ -220,7 +216,7 @@ export class Engine {
   jobMembers(eventId: string): JobMember[] {
     const event = this.#live.get(eventId.toUpperCase());
     if (!event) return [];
-    return (this.#jobs.get(event.jobId) ?? []).map((e) => ({ tenant: e.tenant, event: e.id, approved: e.approvals.length > 0 }));
+    return this.#live.ofJob(event.jobId).map((e) => ({ tenant: e.tenant, event: e.id, approved: e.approvals.length > 0 }));
   }
 
   get activationMode(): ActivationOptions['mode'] {
@@ -407,7 +403,7 @@ export class Engine {
         );
       }
       if (policy.exclusiveWith.length === 0) continue;
-      for (const e of this.#byVm.get(vm.name) ?? []) {
+      for (const e of this.#live.naming(vm.name)) {
         if (policy.exclusiveWith.includes(e.type)) {
           throw conflict(
             `VM '${vm.name}' already has a ${e.type} event under way (${e.id}); a second ${policy.type} is refused`,
@@ -440,7 +436,7 @@ export class Engine {
     for (const event of toApprove) {
       if (event.status !== 'Scheduled' || event.approvals.some((a) => a.vm === vm.name)) continue;
       event.approvals.push({ vm: vm.name, at: now });
-      this.#live.changes.updated(event.id);
+      this.#live.updated(event);
       this.#mutated = true;
       this.#startJobIfApproved(event.jobId, now);
     }
@@ -454,7 +450,7 @@ export class Engine {
       throw conflict(`event ${event.id} has already Started and can no longer be cancelled`);
     }
     // [choice] Azure cancels a job, not a tenant's share of it: every event of the job goes.
-    for (const e of [...(this.#jobs.get(event.jobId) ?? [])]) this.#end(e, this.now(), true);
+    for (const e of [...this.#live.ofJob(event.jobId)]) this.#end(e, this.now(), true);
     this.#commit();
     return cloneEvent(event);
   }
@@ -521,11 +517,8 @@ export class Engine {
   #clearState(): void {
     this.fleet.clear();
     this.#live.clear();
-    this.#byTenant.clear();
     this.#operations.clear();
-    this.#jobs.clear();
     this.#maintenance.clear();
-    this.#byVm.clear();
     this.#liveByOperation.clear();
     this.#cancelledByOperation.clear();
     this.#stepOf.clear();
@@ -539,7 +532,8 @@ export class Engine {
   #signature(name: string): string {
     const vm = this.fleet.vms.get(name);
     if (!vm) return '';
-    return (this.#byTenant.get(vm.tenant) ?? [])
+    return this.#live
+      .ofTenant(vm.tenant)
       .filter((e) => this.#visible(vm, e))
       .map((e) => `${e.id}:${e.status}`)
       .join(',');
@@ -576,7 +570,7 @@ export class Engine {
       (name) => this.fleet.vms.get(name),
       (vm) => vmToSpec(vm, this.fleet.tenantOf(vm)),
     );
-    const events = takeTable(this.#live.changes, (id) => this.#live.get(id), cloneEvent);
+    const events = takeTable(this.#live.byId.changes, (id) => this.#live.get(id), cloneEvent);
     const ended = takeTable(
       this.#history.ended.changes,
       (id) => this.#history.ended.get(id),
@@ -689,7 +683,7 @@ export class Engine {
     this.#touched.add(name);
     this.fleet.remove(name);
     this.#deallocated.delete(name);
-    this.#byVm.delete(name);
+    this.#live.forgetVm(name);
     this.#vmChanges.deleted(name);
     if (deletedBy) {
       const { tenant, host, faultDomain, updateDomain } = vm;
@@ -707,7 +701,7 @@ export class Engine {
     // Events of a tenant with no VMs left have nobody to tell; they end silently. One that has
     // Started has had its impact, so it ends completed; only a Scheduled one is called off.
     if (!this.fleet.tenants.has(vm.tenant)) {
-      for (const e of [...(this.#byTenant.get(vm.tenant) ?? [])]) this.#end(e, this.now(), e !== cause && e.status === 'Scheduled');
+      for (const e of [...this.#live.ofTenant(vm.tenant)]) this.#end(e, this.now(), e !== cause && e.status === 'Scheduled');
     }
     return { ...vm };
   }
@@ -960,7 +954,7 @@ export class Engine {
     const vm = this.fleet.vms.get(name);
     if (!vm) return;
     const own = this.fleet.seesOnlyOwnEvents(vm);
-    if ((this.#byTenant.get(vm.tenant) ?? []).some((e) => !own || e.resources.includes(name))) this.#touched.add(name);
+    if (this.#live.ofTenant(vm.tenant).some((e) => !own || e.resources.includes(name))) this.#touched.add(name);
   }
 
   /** Marks every VM that sees this event as having a changed document. */
@@ -973,18 +967,7 @@ export class Engine {
   }
 
   #insert(event: EngineEvent): void {
-    this.#live.set(event.id, event);
-    let list = this.#byTenant.get(event.tenant);
-    if (!list) this.#byTenant.set(event.tenant, (list = []));
-    list.push(event);
-    const job = this.#jobs.get(event.jobId);
-    if (job) job.push(event);
-    else this.#jobs.set(event.jobId, [event]);
-    for (const name of event.resources) {
-      const events = this.#byVm.get(name);
-      if (events) events.add(event);
-      else this.#byVm.set(name, new Set([event]));
-    }
+    this.#live.add(event);
     this.#liveByOperation.set(event.operationId, (this.#liveByOperation.get(event.operationId) ?? 0) + 1);
     this.#touch(event);
   }
@@ -998,7 +981,7 @@ export class Engine {
 
   /** [seed] A job starts once every tenant in it has approved. */
   #startJobIfApproved(jobId: string, at: number): void {
-    const job = this.#jobs.get(jobId) ?? [];
+    const job = this.#live.ofJob(jobId);
     if (job.every((e) => e.approvals.length > 0)) {
       for (const e of [...job]) if (e.status === 'Scheduled') this.#start(e, at, 'approval');
     }
@@ -1009,7 +992,7 @@ export class Engine {
     event.startedAt = at;
     event.startedBy = cause;
     event.endsAt = at + this.timing.startedMs(event.type, event.durationInSeconds);
-    this.#live.changes.updated(event.id);
+    this.#live.updated(event);
     this.#operations.changes.updated(event.operationId);
     // The impact ends first when both fall at once, so its effect precedes the removal.
     this.#schedule.push(this.#impactEndsAt(event), event.id, 'impact');
@@ -1022,17 +1005,7 @@ export class Engine {
 
   #end(event: EngineEvent, at: number, cancelled: boolean): void {
     this.#touch(event);
-    this.#live.delete(event.id);
-    const list = this.#byTenant.get(event.tenant)!;
-    list.splice(list.indexOf(event), 1);
-    if (list.length === 0) this.#byTenant.delete(event.tenant);
-    const job = this.#jobs.get(event.jobId)!;
-    job.splice(job.indexOf(event), 1);
-    if (job.length === 0) this.#jobs.delete(event.jobId);
-    for (const name of event.resources) {
-      const events = this.#byVm.get(name);
-      if (events?.delete(event) && events.size === 0) this.#byVm.delete(name);
-    }
+    this.#live.remove(event);
     const opId = event.operationId;
     const operation = this.#operations.get(opId);
     const running = operation?.status === 'running';
@@ -1056,7 +1029,7 @@ export class Engine {
       case 'start': {
         const event = this.#live.get(due.ref);
         if (event?.status === 'Scheduled' && event.notBefore === due.at) {
-          for (const e of [...(this.#jobs.get(event.jobId) ?? [])]) if (e.status === 'Scheduled') this.#start(e, due.at, 'notBefore');
+          for (const e of [...this.#live.ofJob(event.jobId)]) if (e.status === 'Scheduled') this.#start(e, due.at, 'notBefore');
         }
         return;
       }
