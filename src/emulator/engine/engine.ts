@@ -3,7 +3,6 @@
 // `policies/`; the kernel runs them all alike and keeps every index incrementally, so an operation,
 // a tick or a release costs in proportion to what it touches, never to the fleet's size.
 import { randomUUID } from 'node:crypto';
-import { formatIso } from '../../protocol/time.js';
 import type { EventView } from '../../protocol/types.js';
 import { ActivationTracker, type ActivationOptions, type ActivationState, type ActivationStatus } from './activation.js';
 import type { Clock } from '../../shared/clock.js';
@@ -11,6 +10,7 @@ import { ChangeLog, TrackedMap, takeTable } from './changes.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import { History } from './history.js';
+import { noticeUntil, resolveTarget, targetField } from './targets.js';
 import { LiveEvents } from './live-events.js';
 import { MaintenanceHolds } from './maintenance.js';
 import {
@@ -27,7 +27,7 @@ import {
   type OperationStatus,
   type StartCause,
 } from './model.js';
-import { HOST_OPERATIONS, OPERATION_TYPES, isOperationType, type OperationType } from './operations.js';
+import { OPERATION_TYPES, isOperationType } from './operations.js';
 import { pageNewestFirst, type Page, type PageRequest } from './paging.js';
 import { POLICIES, type OperationPolicy, type VmActions } from './policies/index.js';
 import { planSteps, type RollingStep } from './rolling.js';
@@ -59,13 +59,8 @@ export const FIRST_INCARNATION = 1;
  */
 export const DEFAULT_HISTORY_LIMIT = 1000;
 
-/** Clients compute NotBefore from their own clock; this much skew still counts as meeting the notice. */
-const NOTICE_TOLERANCE_MS = 1000;
-
 /** Below this many entries the schedule is never compacted: stale entries then cost nothing. */
 const SCHEDULE_COMPACT_MIN = 1024;
-
-const ceilToSecond = (ms: number) => Math.ceil(ms / 1000) * 1000;
 
 export class Engine {
   readonly clock: Clock;
@@ -313,7 +308,7 @@ export class Engine {
       throw invalid(`unknown operation type ${JSON.stringify(type)}; expected one of ${OPERATION_TYPES.join(', ')}`, 'type');
     }
     const policy = POLICIES[type];
-    const target = this.#resolveTarget(type, request);
+    const target = resolveTarget(this.fleet, type, request);
     const vms = target.vms;
 
     const duration = request.durationInSeconds ?? policy.durationInSeconds;
@@ -348,7 +343,7 @@ export class Engine {
     const plans = [...groupBy(first, (vm) => vm.tenant).values()].map((group) => ({
       tenant: group[0]!.tenant,
       members: group,
-      notBefore: this.#notBefore(policy, group, now, request),
+      notBefore: noticeUntil(policy, group, now, request, this.timing),
     }));
 
     const operation: Operation = {
@@ -760,74 +755,6 @@ export class Engine {
     return this.#incarnations.get(name) ?? FIRST_INCARNATION;
   }
 
-  #resolveTarget(type: OperationType, request: OperationRequest): { vms: Vm[]; host: string | null; tenant: string | null } {
-    const targets = [request.vms, request.host, request.tenant].filter((t) => t !== undefined).length;
-    if (targets !== 1) throw invalid('an operation needs exactly one target: "vms", "host" or "tenant"');
-    // [seed] A deallocated VM gets no further events: a host or tenant job passes it by.
-    const running = (names: Iterable<string>, where: string) => {
-      const vms = [...names].map((n) => this.fleet.get(n)).filter((vm) => vm.powerState === 'running');
-      if (vms.length === 0) throw conflict(`every VM of ${where} is deallocated (evicted); none can get an event`);
-      return vms;
-    };
-    if (request.host !== undefined) {
-      if (!HOST_OPERATIONS.has(type)) {
-        throw invalid(
-          `'${type}' is not a host-level job; target "vms" or "tenant" (host jobs: ${[...HOST_OPERATIONS].join(', ')})`,
-          'host',
-        );
-      }
-      const host = this.fleet.hosts.get(request.host);
-      if (!host) throw notFound(`no host named '${request.host}'`, 'host');
-      return { vms: running(host.vms, `host '${host.name}'`), host: host.name, tenant: null };
-    }
-    if (request.tenant !== undefined) {
-      const tenant = this.fleet.tenants.get(request.tenant);
-      if (!tenant) throw notFound(`no tenant named '${request.tenant}'`, 'tenant');
-      return { vms: running(tenant.vms, `tenant '${tenant.name}'`), host: null, tenant: tenant.name };
-    }
-    if (type === 'host-update') {
-      throw invalid(
-        'host-update targets a "host" (one job for every tenant on it) or a "tenant" (rolling by fault domain), not "vms"',
-        'vms',
-      );
-    }
-    const names = request.vms!;
-    if (names.length === 0) throw invalid('"vms" must name at least one VM', 'vms');
-    const seen = new Set<string>();
-    for (const [i, n] of names.entries()) {
-      if (seen.has(n)) throw invalid('"vms" names a VM more than once', ['vms', i]);
-      seen.add(n);
-    }
-    return { vms: names.map((n, i) => this.#vmAt(n, ['vms', i])), host: null, tenant: null };
-  }
-
-  #vmAt(name: string, field: (string | number)[]): Vm {
-    const vm = this.fleet.vms.get(name);
-    if (!vm) throw notFound(`no VM named '${name}'`, field);
-    return vm;
-  }
-
-  /** NotBefore for an event of these VMs: the requested time if it gives the minimum notice, else the default. */
-  #notBefore(
-    policy: OperationPolicy,
-    members: readonly Vm[],
-    now: number,
-    request: { notBefore?: number | undefined; force?: boolean | undefined },
-  ): number {
-    const minimumMs = policy.minimumNoticeMs(members, this.timing);
-    const defaultMs = policy.defaultNoticeMs?.(members, this.timing) ?? minimumMs;
-    if (request.notBefore === undefined) return ceilToSecond(now + defaultMs);
-    if (request.notBefore < now + minimumMs - NOTICE_TOLERANCE_MS && !request.force) {
-      throw invalid(
-        `notBefore ${formatIso(request.notBefore)} gives less than the minimum notice of ` +
-          `${minimumMs / 1000} s for ${policy.eventType} (earliest ${formatIso(now + minimumMs)}); ` +
-          'pass "force": true to allow it',
-        'notBefore',
-      );
-    }
-    return ceilToSecond(request.notBefore);
-  }
-
   #createEvent(
     operation: Operation,
     tenant: string,
@@ -934,7 +861,7 @@ export class Engine {
     const policy = POLICIES[operation.type];
     step.status = 'scheduled';
     for (const group of groupBy(members, (vm) => vm.tenant).values()) {
-      this.#createEvent(operation, group[0]!.tenant, group, this.#notBefore(policy, group, at, {}), at, null, step);
+      this.#createEvent(operation, group[0]!.tenant, group, noticeUntil(policy, group, at, {}, this.timing), at, null, step);
     }
     this.#operations.changes.updated(operation.id);
     this.#mutated = true;
@@ -1131,11 +1058,6 @@ function cloneEvent(e: EngineEvent): EngineEvent {
 
 function holdsTenant(policy: OperationPolicy, target: { tenant: string | null }): boolean {
   return policy.routine && (target.tenant !== null || policy.type === 'host-update');
-}
-
-/** The request field that named the i-th target VM: its place in "vms", or the tenant or host that stood for it. */
-function targetField(request: OperationRequest, i: number): string | (string | number)[] {
-  return request.vms !== undefined ? ['vms', i] : request.tenant !== undefined ? 'tenant' : 'host';
 }
 
 /** The fault domains of the VMs in each tenant. */
