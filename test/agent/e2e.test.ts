@@ -461,7 +461,11 @@ describe('agent e2e: crashes and a flaky IMDS', () => {
           all.filter((l) => l.includes(held)),
           [`drain ${held} prepare`],
         );
-        assert.equal(await metric(agent, 'forewarn_agent_approvals_sent_total', '{role="leader"}'), 2);
+        // The held event's approval may have met the emulator's restart and be waiting out its backoff
+        // (up to 30 s): wait for it rather than for the clock, then check that nothing went twice.
+        const approvals = () => metric(agent, 'forewarn_agent_approvals_sent_total', '{role="leader"}');
+        await waitFor('both approvals sent', async () => ((await approvals()) >= 2 ? true : undefined), 45_000);
+        assert.equal(await approvals(), 2);
         assert.equal(await agent.proc.stop(), 0);
       } finally {
         await emu.proc.stop();
