@@ -17,6 +17,7 @@ import { sleep as abortableSleep } from '../client/retry.js';
 import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
 import { resolveVmIdentity, resourceIdOf } from './identity.js';
+import { DurableJournal } from './durable-journal.js';
 import { Journal } from './journal.js';
 import { decideApproval, shouldResend, takesFleetSlot, usesBarrier, usesFleetBarrier, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
@@ -138,28 +139,10 @@ interface Tracked {
 }
 
 /** Where an event waits for the journal, for /readyz and the logs. */
-interface Held {
-  eventId: string;
-  step: string;
-  since: number;
-  loggedAt: number;
-  log: Logger;
-}
-
-/** How a wait for the journal ended: on disk, given up for unjournaled preparation, or the agent/event stopped. */
-type Durable = 'written' | 'unjournaled' | 'stopped';
-
 /** A failed approval is tried again while the event stays Scheduled, backing off up to this. */
 const APPROVAL_RETRY_MAX_MS = 30_000;
 /** Same for learning this VM's name at start-up. */
 const IDENTITY_RETRY_MAX_MS = 30_000;
-/** A failed journal write is retried after this, doubling up to the max: a freed disk is noticed within seconds. */
-const JOURNAL_RETRY_BASE_MS = 250;
-const JOURNAL_RETRY_MAX_MS = 5_000;
-/** A held event is logged when it is held, then at most this often while it stays held. */
-const HELD_LOG_EVERY_MS = 30_000;
-/** How often a held step re-checks its NotBefore (which may move, or the event Start). */
-const HELD_RECHECK_MS = 1_000;
 
 /**
  * Errors a journal write gets over once space returns (EIO: the atomic writer's short write on a
@@ -203,14 +186,7 @@ export class Agent {
   readonly #tracked = new Map<string, Tracked>();
   readonly #work = new Set<Promise<void>>();
   #running = 0;
-  /** Steps waiting for the journal, keyed `${event key} ${step}`. */
-  readonly #held = new Map<string, Held>();
-  /** The last journal write error while a change is not on disk; null once it is. */
-  #journalError: Error | null = null;
-  /** Resolves when the journal is written again; exists while the retry loop runs. */
-  #written: { promise: Promise<void>; resolve: () => void } | null = null;
-  /** Whether #retryJournal is running; at most one at a time. */
-  #retryLoopRunning = false;
+  readonly #durableJournal: DurableJournal;
 
   constructor(options: AgentOptions) {
     this.config = options.config;
@@ -238,16 +214,25 @@ export class Agent {
       this.#countsRequests = true;
     }
     this.metrics.health = () => this.#client.health;
-    this.metrics.heldEvents = () => new Set([...this.#held.values()].map((h) => h.eventId)).size;
+    this.#durableJournal = new DurableJournal({
+      journal: () => this.#j,
+      path: this.config.journal,
+      metrics: this.metrics,
+      log: this.#log,
+      now: this.#now,
+      wait: (ms, signal) => this.#wait(ms, signal),
+      stopped: this.#stop.signal,
+      track: (work) => {
+        this.#work.add(work);
+        void work.finally(() => this.#work.delete(work));
+      },
+    });
+    this.metrics.heldEvents = () => this.#durableJournal.heldEvents();
   }
 
   /** Why the agent is not ready apart from IMDS (the journal cannot be written), or null. */
   notReady(): string | null {
-    if (this.#journalError === null || this.#journal?.pending !== true) return null;
-    const held = [...this.#held.values()].map((h) => `${h.eventId} (${h.step})`);
-    return `the journal ${this.config.journal} cannot be written: ${this.#journalError.message}; ${
-      held.length > 0 ? `events held back: ${held.join(', ')}` : 'no event held back yet'
-    }`;
+    return this.#journal === null ? null : this.#durableJournal.notReady();
   }
 
   get client(): ScheduledEventsClient {
@@ -340,7 +325,7 @@ export class Agent {
         { err: (err as Error).message, journal: this.config.journal },
         'the journal cannot be written at start-up; events will be held until it can',
       );
-      this.#writeFailed(err as Error);
+      this.#durableJournal.failed(err as Error);
     }
     this.#log.info({ journal: this.config.journal, entries: journal.entries().length, dryRun: this.dryRun }, 'journal open');
   }
@@ -496,8 +481,8 @@ export class Agent {
       log: tracked.log,
       record: () => this.#j.get(id)?.budget,
       save: async (record) => {
-        this.#write(() => this.#j.budget(id, record));
-        return (await this.#durable(tracked, 'budget record')) !== 'stopped';
+        this.#durableJournal.write(() => this.#j.budget(id, record));
+        return (await this.#durableJournal.durable(tracked, 'budget record')) !== 'stopped';
       },
     };
   }
@@ -512,8 +497,8 @@ export class Agent {
       log,
       record: () => this.#j.get(id)?.kubernetes,
       save: async (record) => {
-        this.#write(() => this.#j.kubernetes(id, record));
-        return (await this.#durable(tracked, 'kubernetes record')) !== 'stopped';
+        this.#durableJournal.write(() => this.#j.kubernetes(id, record));
+        return (await this.#durableJournal.durable(tracked, 'kubernetes record')) !== 'stopped';
       },
     };
   }
@@ -599,7 +584,7 @@ export class Agent {
     }
     tracked.event = event;
     // A failed write is retried by the journal loop; nothing waits on this refresh.
-    this.#write(() => this.#j.ensure(event, tracked.rule?.name ?? null));
+    this.#durableJournal.write(() => this.#j.ensure(event, tracked.rule?.name ?? null));
     if (kind === 'started') {
       this.metrics.eventsSeen.inc({ type: event.type, status: 'Started' });
       tracked.log.info({ status: event.status }, 'the event has Started');
@@ -620,7 +605,7 @@ export class Agent {
     // The rule chosen first keeps the event across restarts, even once a status match no longer holds.
     const byName = existing?.rule != null ? (this.config.rules.find((r) => r.name === existing.rule) ?? null) : null;
     const rule = byName ?? matchRule(this.config.rules, event, this.#vmName);
-    this.#write(() => this.#j.ensure(event, rule?.name ?? existing?.rule ?? null));
+    this.#durableJournal.write(() => this.#j.ensure(event, rule?.name ?? existing?.rule ?? null));
     const entry = this.#j.get(event.id)!;
     const tracked = this.#track(event, log);
     tracked.rule = rule;
@@ -686,7 +671,7 @@ export class Agent {
   async #prepareAndApprove(tracked: Tracked, rule: Rule, entry: JournalEntry): Promise<void> {
     const { log } = tracked;
     // Nothing is done for an event the journal has not recorded: a restart would not know of it.
-    const seen = await this.#durable(tracked, 'first sight', this.#prepareHold(tracked));
+    const seen = await this.#durableJournal.durable(tracked, 'first sight', this.#prepareHold(tracked));
     if (seen === 'stopped') return;
     if (seen === 'unjournaled') this.#goUnjournaled(tracked, log);
     const hadPrepared = Object.keys(entry.actions).some((k) => k.startsWith('prepare:')) || entry.approval !== null;
@@ -723,7 +708,7 @@ export class Agent {
         { rule: rule.name, prepared: ok },
         'prepared without a journal record: not approving (an approval the journal cannot record could be sent twice after a restart); the event starts at NotBefore',
       );
-      if ((await this.#durable(tracked, 'recording the unjournaled preparation')) === 'written') {
+      if ((await this.#durableJournal.durable(tracked, 'recording the unjournaled preparation')) === 'written') {
         log.info('the journal now records the preparation that ran unjournaled');
       }
       await early;
@@ -777,7 +762,7 @@ export class Agent {
       /** Waits for the journal at this step; false when the agent or the event stopped. */
       const record = async (what: string): Promise<boolean> => {
         if (unjournaled()) return true;
-        const r = await this.#durable(tracked, `${key} ${what}`, prepareHold);
+        const r = await this.#durableJournal.durable(tracked, `${key} ${what}`, prepareHold);
         if (r === 'unjournaled') this.#goUnjournaled(tracked, log);
         return r !== 'stopped';
       };
@@ -792,7 +777,7 @@ export class Agent {
         ...(this.#kubernetes !== null ? { kubernetes: this.#kubernetesAction(tracked, phase, log) } : {}),
         // The program runs only once its process group is on disk (or the policy runs it unjournaled).
         recordProcess: async (group) => {
-          this.#write(() => this.#j.actionProcess(tracked.event.id, key, group));
+          this.#durableJournal.write(() => this.#j.actionProcess(tracked.event.id, key, group));
           if (!(await record('process group'))) {
             gateRefused = true;
             throw new Error('the journal could not record its process group before the agent or the event stopped');
@@ -804,7 +789,7 @@ export class Agent {
         await this.#runAction(action, ctx);
         continue;
       }
-      this.#write(() => this.#j.actionStarted(tracked.event.id, key));
+      this.#durableJournal.write(() => this.#j.actionStarted(tracked.event.id, key));
       if (!(await record('start'))) return false;
       if (unjournaled()) log.error({ actionType: action.type }, 'action started unjournaled: the journal cannot record it');
       else log.info({ actionType: action.type }, 'action started');
@@ -824,7 +809,7 @@ export class Agent {
         );
         return false;
       }
-      this.#write(() => this.#j.actionFinished(tracked.event.id, key, result, { unjournaled: unjournaled() }));
+      this.#durableJournal.write(() => this.#j.actionFinished(tracked.event.id, key, result, { unjournaled: unjournaled() }));
       this.metrics.action(phase, action.name, result.ok, result.durationMs);
       if (!(await record('end'))) return false;
       if (result.ok) {
@@ -975,7 +960,7 @@ export class Agent {
       return;
     }
     // An approval is sent only while the journal can record it: unrecorded, a restart would send it again.
-    if ((await this.#durable(tracked, 'approval', { signal: waits })) !== 'written') return;
+    if ((await this.#durableJournal.durable(tracked, 'approval', { signal: waits })) !== 'written') return;
     if (tracked.unjournaled) return;
     for (let failures = 0; ;) {
       if (tracked.event.status !== 'Scheduled') {
@@ -984,13 +969,13 @@ export class Agent {
       }
       try {
         await this.#client.approve(tracked.event.id, { signal: waits });
-        this.#write(() => this.#j.approved(tracked.event.id, as));
+        this.#durableJournal.write(() => this.#j.approved(tracked.event.id, as));
         this.metrics.approvalsSent.inc({ role: as });
         log.info({ as }, 'approved');
         if (this.#kubernetes !== null && tracked.rule?.actions.some((a) => a.type === 'kubernetes')) {
           await this.#kubernetes.approved(tracked.event, log);
         }
-        await this.#durable(tracked, 'recording the approval');
+        await this.#durableJournal.durable(tracked, 'recording the approval');
         return;
       } catch (err) {
         if (waits.aborted) return;
@@ -1016,8 +1001,8 @@ export class Agent {
       this.#tracked.delete(key);
       return;
     }
-    if (entry.outcome === null) this.#write(() => this.#j.ended(entry.eventId, outcome));
-    if ((await this.#durable(tracked, 'recording the end')) === 'stopped') return;
+    if (entry.outcome === null) this.#durableJournal.write(() => this.#j.ended(entry.eventId, outcome));
+    if ((await this.#durableJournal.durable(tracked, 'recording the end')) === 'stopped') return;
     const rule = entry.rule === null ? null : (this.config.rules.find((r) => r.name === entry.rule) ?? tracked.rule);
     if (rule === null && entry.rule !== null) {
       tracked.log.warn({ rule: entry.rule }, 'the rule that handled this event is no longer in the config: no recovery actions');
@@ -1037,130 +1022,11 @@ export class Agent {
       const back = await this.#fleet.recover(this.#fleetStep(tracked, phase));
       if (!back.ok) return;
     }
-    this.#write(() => this.#j.recovered(entry.eventId));
-    if ((await this.#durable(tracked, 'recording the recovery')) === 'stopped') return;
+    this.#durableJournal.write(() => this.#j.recovered(entry.eventId));
+    if ((await this.#durableJournal.durable(tracked, 'recording the recovery')) === 'stopped') return;
     this.#tracked.delete(key);
-    this.#write(() => this.#j.prune());
+    this.#durableJournal.write(() => this.#j.prune());
     tracked.log.info({ outcome }, 'done with this event');
-  }
-
-  /**
-   * Makes one journal change. A write that fails leaves the change in memory (the journal's
-   * `pending`), counts it, and starts the retry loop; the caller then waits in #durable before
-   * doing anything that relies on the change being on disk. Errors other than writes throw.
-   */
-  #write(change: () => unknown): boolean {
-    try {
-      change();
-      if (!this.#j.pending) this.#journalWritten();
-      return true;
-    } catch (err) {
-      if (!this.#j.pending) throw err;
-      this.#writeFailed(err as Error);
-      return false;
-    }
-  }
-
-  #writeFailed(err: Error): void {
-    this.metrics.journalWriteFailures.inc();
-    this.#journalError = err;
-    this.#retrying();
-  }
-
-  /**
-   * Starts the retry loop unless one runs; returns what resolves once the journal is written. The
-   * loop is tracked apart from the waiters: a write that lands between its sleeps wakes them,
-   * and a failure right after must not start a second loop beside the sleeping one.
-   */
-  #retrying(): Promise<void> {
-    if (this.#written === null) {
-      let resolve!: () => void;
-      const promise = new Promise<void>((r) => (resolve = r));
-      this.#written = { promise, resolve };
-    }
-    if (!this.#retryLoopRunning) {
-      this.#retryLoopRunning = true;
-      const loop = this.#retryJournal();
-      this.#work.add(loop);
-      void loop.finally(() => this.#work.delete(loop));
-    }
-    return this.#written.promise;
-  }
-
-  /** Rewrites the journal with backoff until it takes, or the agent stops. */
-  async #retryJournal(): Promise<void> {
-    let written = false;
-    try {
-      for (let failures = 1; this.#j.pending; failures++) {
-        const delay = Math.min(JOURNAL_RETRY_MAX_MS, JOURNAL_RETRY_BASE_MS * 2 ** (failures - 1));
-        if (!(await this.#wait(delay, this.#stop.signal))) return;
-        if (!this.#j.pending) break;
-        try {
-          this.#j.flush();
-        } catch (err) {
-          this.metrics.journalWriteFailures.inc();
-          this.#journalError = err as Error;
-          const now = this.#now();
-          for (const held of this.#held.values()) {
-            if (now - held.loggedAt < HELD_LOG_EVERY_MS) continue;
-            held.loggedAt = now;
-            held.log.error(
-              { step: held.step, heldForSeconds: Math.round((now - held.since) / 1000), err: (err as Error).message },
-              'still held back: the journal cannot be written',
-            );
-          }
-        }
-      }
-      written = true;
-    } finally {
-      // Synchronously where the loop ends, so a failure from here on starts a new loop.
-      this.#retryLoopRunning = false;
-      if (written) this.#journalWritten();
-    }
-  }
-
-  /** The journal is on disk again: wake every held step. */
-  #journalWritten(): void {
-    const written = this.#written;
-    if (written === null) return;
-    this.#written = null;
-    this.#journalError = null;
-    this.#log.info({ journal: this.config.journal, heldEvents: this.metrics.heldEvents?.() ?? 0 }, 'the journal can be written again');
-    written.resolve();
-  }
-
-  /**
-   * Waits until every journal change so far is on disk ('written'), holding this event's work at
-   * `step` meanwhile; 'unjournaled' once `unjournaledAt` (the policy's deadline) has come, or
-   * 'stopped' when the agent stops or `signal` aborts.
-   */
-  async #durable(tracked: Tracked, step: string, options: { unjournaledAt?: () => number; signal?: AbortSignal } = {}): Promise<Durable> {
-    if (!this.#j.pending) return 'written';
-    const id = `${tracked.key} ${step}`;
-    const now = this.#now();
-    this.#held.set(id, { eventId: tracked.event.id, step, since: now, loggedAt: now, log: tracked.log });
-    tracked.log.error(
-      { step, err: this.#journalError?.message ?? null, journal: this.config.journal },
-      'the journal cannot be written: this event is held back at this step until it can',
-    );
-    const waits = options.signal ? AbortSignal.any([this.#stop.signal, options.signal]) : this.#stop.signal;
-    try {
-      for (;;) {
-        if (!this.#j.pending) {
-          tracked.log.info({ step, heldForSeconds: Math.round((this.#now() - now) / 1000) }, 'the journal took the write: carrying on');
-          return 'written';
-        }
-        if (waits.aborted) return 'stopped';
-        const at = options.unjournaledAt?.() ?? Number.POSITIVE_INFINITY;
-        if (this.#now() >= at) return 'unjournaled';
-        const tick = new AbortController();
-        const written = this.#retrying();
-        await Promise.race([written, this.#wait(Math.min(HELD_RECHECK_MS, at - this.#now()), AbortSignal.any([waits, tick.signal]))]);
-        tick.abort();
-      }
-    } finally {
-      this.#held.delete(id);
-    }
   }
 
   /** [choice] The deadline after which preparation runs without a journal record: prepareWithinSeconds before NotBefore, or now once Started. */
