@@ -814,7 +814,7 @@ export class Engine {
     this.#liveByOperation.delete(operation.id);
     this.#cancelledByOperation.delete(operation.id);
     for (const step of operation.steps ?? []) for (const id of step.events) this.#stepOf.delete(id);
-    this.#history.operationFinished(operation.id);
+    this.#history.operationFinished(operation);
   }
 
   /** A rolling update's step event has ended: plan the next fault domain shortly after, or finish. */

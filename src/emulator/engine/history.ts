@@ -15,9 +15,11 @@ export class History {
   /** Ended events history may forget, oldest first; those of a running operation wait in #held. */
   readonly #prunable = new Set<string>();
   readonly #held = new Map<string, string[]>();
-  /** Finished operations, oldest first: the ones history may forget. */
+  /** Finished operations in the order they finished: the ones history may forget, first first. */
   readonly #finished = new Set<string>();
+  /** Never goes back, not even on reset, so no cursor handed out can come to mean a newer item. */
   #nextSeq = 0;
+  #nextFinish = 0;
 
   constructor(limit: number, changes: ChangeLog) {
     this.limit = limit;
@@ -51,7 +53,9 @@ export class History {
   }
 
   /** An operation has finished: it, and the events it held, may be forgotten from now on. */
-  operationFinished(id: string): void {
+  operationFinished(operation: Operation): void {
+    const { id } = operation;
+    operation.finishOrder = this.#nextFinish++;
     this.#finished.add(id);
     for (const held of this.#held.get(id) ?? []) this.#prunable.add(held);
     this.#held.delete(id);
@@ -106,9 +110,16 @@ export class History {
     const operations = number<Operation>(snapshot.operations);
     this.#nextSeq = next;
     const running = new Set<string>();
+    const finished: Operation[] = [];
     for (const op of operations) {
       if (op.status === 'running') running.add(op.id);
-      else this.#finished.add(op.id);
+      else finished.push(op);
+    }
+    // In the order they finished; those saved before the order was kept first, in creation order.
+    const order = (op: Operation) => op.finishOrder ?? -1;
+    for (const op of finished.sort((a, b) => order(a) - order(b) || a.seq - b.seq)) {
+      this.#finished.add(op.id);
+      this.#nextFinish = Math.max(this.#nextFinish, order(op) + 1);
     }
     for (const e of ended) {
       this.ended.set(e.id, e);

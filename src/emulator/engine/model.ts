@@ -73,6 +73,11 @@ export interface Operation {
   durationInSeconds: number;
   /** The description requested for its events, or null for the operation's default. */
   description: string | null;
+  /**
+   * Rises with each operation that finishes; absent while it runs. History forgets finished
+   * operations in this order, and a restart must too (state files before it: creation order).
+   */
+  finishOrder?: number;
 }
 
 /** One tenant's part in a job, for showing who has approved. */

@@ -75,6 +75,7 @@ export const OperationSchema = z.object({
   steps: z.array(StepSchema).nullable().default(null),
   durationInSeconds: z.int().min(-1).default(-1),
   description: z.string().nullable().default(null),
+  finishOrder: z.int().min(0).optional(),
 });
 
 export const ActivationSchema = z.object({
