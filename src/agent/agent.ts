@@ -16,7 +16,7 @@ import {
 import { sleep as abortableSleep } from '../client/retry.js';
 import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
-import { resolveVmIdentity, resourceIdOf } from './identity.js';
+import { resolveVmIdentity } from './identity.js';
 import { DurableJournal } from './durable-journal.js';
 import { Journal } from './journal.js';
 import { decideApproval, shouldResend, takesFleetSlot, usesBarrier, usesFleetBarrier, type ApprovalRole } from './leader.js';
@@ -37,13 +37,11 @@ import type {
   Phase,
   Rule,
 } from './types.js';
-import { KubeError, type KubeApi } from './kubernetes/api.js';
-import { KubernetesRuntime, type KubernetesStep } from './kubernetes/runtime.js';
-import { NodeIdentityError } from './kubernetes/node.js';
-import { FleetCoordinator, type FleetStep } from './coordination/coordinator.js';
-import { createStore } from './coordination/open-store.js';
-import { PEERS, loadPeer, usesKubernetes } from './peers.js';
-import type { Claim, FleetStore } from './coordination/store.js';
+import type { KubeApi } from './kubernetes/api.js';
+import type { KubernetesRuntime, KubernetesStep } from './kubernetes/runtime.js';
+import type { FleetCoordinator, FleetStep } from './coordination/coordinator.js';
+import type { FleetStore } from './coordination/store.js';
+import { STARTUP_RETRY_MAX_MS, startFleet, startKubernetes, type IntegrationContext } from './integrations.js';
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -141,8 +139,6 @@ interface Tracked {
 /** Where an event waits for the journal, for /readyz and the logs. */
 /** A failed approval is tried again while the event stays Scheduled, backing off up to this. */
 const APPROVAL_RETRY_MAX_MS = 30_000;
-/** Same for learning this VM's name at start-up. */
-const IDENTITY_RETRY_MAX_MS = 30_000;
 
 /**
  * Errors a journal write gets over once space returns (EIO: the atomic writer's short write on a
@@ -222,10 +218,7 @@ export class Agent {
       now: this.#now,
       wait: (ms, signal) => this.#wait(ms, signal),
       stopped: this.#stop.signal,
-      track: (work) => {
-        this.#work.add(work);
-        void work.finally(() => this.#work.delete(work));
-      },
+      track: (work) => this.#keep(work),
     });
     this.metrics.heldEvents = () => this.#durableJournal.heldEvents();
   }
@@ -358,118 +351,50 @@ export class Agent {
         return;
       } catch (err) {
         if (this.#stop.signal.aborted) return;
-        const delay = Math.min(IDENTITY_RETRY_MAX_MS, 1000 * 2 ** failures);
+        const delay = Math.min(STARTUP_RETRY_MAX_MS, 1000 * 2 ** failures);
         this.#log.error({ err: (err as Error).message, retryInMs: delay }, 'cannot learn this VM name yet; retrying');
         if (!(await this.#wait(delay, this.#stop.signal))) return;
       }
     }
   }
 
-  /**
-   * With a kubernetes action in the config: connect, and check that the node is this VM before any
-   * event (a wrong NODE_NAME would drain another machine): a mismatch stops the agent. An API
-   * server that does not answer yet is asked again, as IMDS is.
-   */
-  async #startKubernetes(): Promise<void> {
-    if (!usesKubernetes(this.config)) return;
-    const nodeName = this.config.kubernetes.nodeName ?? this.#env.NODE_NAME ?? '';
-    if (nodeName === '') {
-      throw new Error(
-        'a rule has a kubernetes action, but no node is named: set env NODE_NAME (the downward API spec.nodeName) or kubernetes.nodeName',
-      );
-    }
-    let api = this.#kubeApi;
-    if (api === undefined) {
-      const { ClientNodeApi, loadKubeConfig } = await loadPeer(PEERS.kubernetes, () => import('./kubernetes/client-node-api.js'));
-      api = new ClientNodeApi(loadKubeConfig(this.#env));
-    }
-    const runtime = new KubernetesRuntime({
-      api,
-      config: this.config.kubernetes,
-      nodeName,
+  /** What the integrations need of the agent. */
+  #integrationContext(): IntegrationContext {
+    return {
+      config: this.config,
+      env: this.#env,
+      vmName: this.#vmName,
+      dryRun: this.dryRun,
+      log: this.#log,
       metrics: this.metrics,
-      log: this.#log.child({ node: nodeName }),
       now: this.#now,
       sleep: this.#sleep,
-    });
-    runtime.heldSlots = () =>
-      this.#j
-        .entries()
-        .filter((e) => e.recoveredAt === null && e.kubernetes?.slot != null)
-        .map((e) => ({ eventId: e.eventId, slot: e.kubernetes!.slot! }));
-    for (let failures = 0; ; failures++) {
-      try {
-        // Read at start-up with the name, unless the config named the VM.
-        this.#resourceId ??= resourceIdOf((await this.#client.getCompute({ signal: this.#stop.signal })).raw);
-        await runtime.checkNode({ name: this.#vmName, resourceId: this.#resourceId });
-        break;
-      } catch (err) {
-        if (this.#stop.signal.aborted) return;
-        // Only an answer that cannot change by waiting stops the agent: a node that is not this VM, or one that does not exist.
-        if (err instanceof NodeIdentityError) throw err;
-        if (err instanceof KubeError && err.status === 404) {
-          throw new Error(`${err.message}: no node ${nodeName} in the cluster; check NODE_NAME or kubernetes.nodeName`, { cause: err });
-        }
-        const delay = Math.min(IDENTITY_RETRY_MAX_MS, 1000 * 2 ** failures);
-        this.#log.error({ err: (err as Error).message, retryInMs: delay }, 'cannot check the Kubernetes node yet; retrying');
-        if (!(await this.#wait(delay, this.#stop.signal))) return;
-      }
-    }
-    this.#kubernetes = runtime;
-    // The barrier: other nodes' agents learn from the node which VM it is. A failure (an API server
-    // down, RBAC without `list nodes`) does not stop the agent: it tries again meanwhile, and until
-    // then the others do not wait for this node.
-    if (!this.dryRun) {
-      try {
-        await runtime.register(this.#vmName);
-      } catch (err) {
-        this.#log.error(
-          { err: (err as Error).message },
-          'cannot label the node as one that runs the agent: other nodes will not wait for it before approving an event that names both; trying again',
-        );
-        const registering = runtime.registerRetrying(this.#vmName, this.#stop.signal);
-        this.#work.add(registering);
-        void registering.finally(() => this.#work.delete(registering));
-      }
-    }
-    this.#log.info(
-      { node: nodeName, budget: this.config.kubernetes.budget, approval: this.config.kubernetes.approval ?? 'barrier' },
-      'the Kubernetes node is this VM',
-    );
-    // Slots held before a restart (the journal says which) stay fresh from now on.
-    const renewing = runtime.renewSlots(this.#stop.signal);
-    this.#work.add(renewing);
-    void renewing.finally(() => this.#work.delete(renewing));
+      wait: (ms, signal) => this.#wait(ms, signal),
+      stopped: this.#stop.signal,
+      track: (work) => this.#keep(work),
+      journal: () => this.#j,
+    };
   }
 
-  /**
-   * With a `budget`: the store its backend names, registration in the group (retried meanwhile: an
-   * unreachable store never stops the agent), and the renewal of slots the journal says are held.
-   */
-  async #startFleet(): Promise<void> {
-    const config = this.config.budget;
-    if (config === null) return;
-    const store = this.#fleetStore ?? (await createStore(config, this.#vmName, this.#env));
-    const fleet = new FleetCoordinator({
-      store,
-      config,
-      vmName: this.#vmName,
-      metrics: this.metrics,
-      log: this.#log.child({ budget: config.group }),
-      now: this.#now,
-      sleep: this.#sleep,
-      dryRun: this.dryRun,
+  async #startKubernetes(): Promise<void> {
+    const started = await startKubernetes(this.#integrationContext(), {
+      api: this.#kubeApi,
+      client: this.#client,
+      resourceId: this.#resourceId,
     });
-    fleet.heldSlots = () =>
-      this.#j
-        .entries()
-        .filter((e) => e.recoveredAt === null && e.budget?.slot != null)
-        .map((e) => ({ eventId: e.eventId, slot: e.budget!.slot!, claim: e.budget!.claim as Claim }));
-    this.#fleet = fleet;
-    for (const loop of [fleet.start(this.#stop.signal), fleet.renewSlots(this.#stop.signal)]) {
-      this.#work.add(loop);
-      void loop.finally(() => this.#work.delete(loop));
-    }
+    if (started === null) return;
+    this.#kubernetes = started.runtime;
+    this.#resourceId = started.resourceId;
+  }
+
+  async #startFleet(): Promise<void> {
+    this.#fleet = await startFleet(this.#integrationContext(), this.#fleetStore);
+  }
+
+  /** Background work the agent waits for when it stops. */
+  #keep(work: Promise<void>): void {
+    this.#work.add(work);
+    void work.finally(() => this.#work.delete(work));
   }
 
   /** What the fleet budget gets for one event: its journal record and when to stop. */
@@ -659,8 +584,7 @@ export class Agent {
       tracked.log.error({ err }, 'handling the event failed');
     });
     tracked.queue = next;
-    this.#work.add(next);
-    void next.finally(() => this.#work.delete(next));
+    this.#keep(next);
   }
 
   /**
