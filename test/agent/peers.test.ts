@@ -38,6 +38,15 @@ describe('optional peers', () => {
     }
   });
 
+  it('the agent image installs each peer at the range package.json declares (deploy/agent-image copies them)', () => {
+    const image = JSON.parse(readFileSync(new URL('../../deploy/agent-image/package.json', import.meta.url), 'utf8')) as {
+      private?: boolean;
+      optionalDependencies?: Record<string, string>;
+    };
+    assert.equal(image.private, true, 'never published');
+    assert.deepEqual(image.optionalDependencies, manifest.peerDependencies);
+  });
+
   it('a config names only what it uses: nothing by default, kubernetes, etcd, Blob with or without the identity', () => {
     assert.deepEqual(neededPeers(plain(), {}), []);
     assert.deepEqual(
