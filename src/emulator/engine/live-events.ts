@@ -11,7 +11,8 @@ export class LiveEvents {
   readonly byId: TrackedMap<string, EngineEvent>;
   readonly #byTenant = new Map<string, EngineEvent[]>();
   readonly #byJob = new Map<string, EngineEvent[]>();
-  readonly #byVm = new Map<string, Set<EngineEvent>>();
+  /** [choice] Most VMs have one live event: it is kept as is, a Set only from the second (a Set costs ~100 bytes). */
+  readonly #byVm = new Map<string, EngineEvent | Set<EngineEvent>>();
 
   constructor(changes: ChangeLog) {
     this.byId = new TrackedMap(changes);
@@ -45,7 +46,8 @@ export class LiveEvents {
 
   /** The live events that name this VM in their Resources. */
   naming(vm: string): Iterable<EngineEvent> {
-    return this.#byVm.get(vm) ?? NONE;
+    const events = this.#byVm.get(vm);
+    return events === undefined ? NONE : events instanceof Set ? events : [events];
   }
 
   /** Marks an event changed for the state file. */
@@ -59,8 +61,9 @@ export class LiveEvents {
     push(this.#byJob, event.jobId, event);
     for (const name of event.resources) {
       const events = this.#byVm.get(name);
-      if (events) events.add(event);
-      else this.#byVm.set(name, new Set([event]));
+      if (events === undefined) this.#byVm.set(name, event);
+      else if (events instanceof Set) events.add(event);
+      else if (events !== event) this.#byVm.set(name, new Set([events, event]));
     }
   }
 
@@ -70,7 +73,8 @@ export class LiveEvents {
     pull(this.#byJob, event.jobId, event);
     for (const name of event.resources) {
       const events = this.#byVm.get(name);
-      if (events?.delete(event) && events.size === 0) this.#byVm.delete(name);
+      if (events === event) this.#byVm.delete(name);
+      else if (events instanceof Set && events.delete(event) && events.size === 1) this.#byVm.set(name, events.values().next().value!);
     }
   }
 
