@@ -18,6 +18,7 @@ import { wallClock } from '../shared/clock.js';
 import { KILL_GRACE_MS, runAction as defaultRunAction } from './actions.js';
 import { resolveVmIdentity } from './identity.js';
 import { DurableJournal } from './durable-journal.js';
+import type { AgentServices } from './services.js';
 import { Journal } from './journal.js';
 import { decideApproval, shouldResend, takesFleetSlot, usesBarrier, usesFleetBarrier, type ApprovalRole } from './leader.js';
 import type { Logger } from './logger.js';
@@ -182,6 +183,8 @@ export class Agent {
   readonly #tracked = new Map<string, Tracked>();
   readonly #work = new Set<Promise<void>>();
   #running = 0;
+  /** What the agent's parts share of it; built once. */
+  readonly #services: AgentServices;
   readonly #durableJournal: DurableJournal;
 
   constructor(options: AgentOptions) {
@@ -210,16 +213,17 @@ export class Agent {
       this.#countsRequests = true;
     }
     this.metrics.health = () => this.#client.health;
-    this.#durableJournal = new DurableJournal({
-      journal: () => this.#j,
-      path: this.config.journal,
-      metrics: this.metrics,
+    this.#services = {
       log: this.#log,
+      metrics: this.metrics,
       now: this.#now,
+      sleep: this.#sleep,
       wait: (ms, signal) => this.#wait(ms, signal),
       stopped: this.#stop.signal,
       track: (work) => this.#keep(work),
-    });
+      journal: () => this.#j,
+    };
+    this.#durableJournal = new DurableJournal({ ...this.#services, path: this.config.journal });
     this.metrics.heldEvents = () => this.#durableJournal.heldEvents();
   }
 
@@ -360,20 +364,7 @@ export class Agent {
 
   /** What the integrations need of the agent. */
   #integrationContext(): IntegrationContext {
-    return {
-      config: this.config,
-      env: this.#env,
-      vmName: this.#vmName,
-      dryRun: this.dryRun,
-      log: this.#log,
-      metrics: this.metrics,
-      now: this.#now,
-      sleep: this.#sleep,
-      wait: (ms, signal) => this.#wait(ms, signal),
-      stopped: this.#stop.signal,
-      track: (work) => this.#keep(work),
-      journal: () => this.#j,
-    };
+    return { ...this.#services, config: this.config, env: this.#env, vmName: this.#vmName, dryRun: this.dryRun };
   }
 
   async #startKubernetes(): Promise<void> {

@@ -2,9 +2,8 @@
 // stays in memory and is retried with backoff, and a step that relies on a change being on disk
 // waits here, held and logged, until it is (or its deadline for unjournaled preparation comes, or
 // the agent stops). The one owner of "is it on disk yet".
-import type { Journal } from './journal.js';
 import type { Logger } from './logger.js';
-import type { AgentMetrics } from './metrics.js';
+import type { AgentServices } from './services.js';
 
 /** A failed journal write is retried after this, doubling up to the max: a freed disk is noticed within seconds. */
 const JOURNAL_RETRY_BASE_MS = 250;
@@ -32,19 +31,9 @@ interface Held {
   log: Logger;
 }
 
-export interface DurableJournalOptions {
-  journal: () => Journal;
+export interface DurableJournalOptions extends AgentServices {
   /** The journal's path, for messages. */
   path: string;
-  metrics: AgentMetrics;
-  log: Logger;
-  now: () => number;
-  /** Sleeps until `ms` has passed (true) or `signal` aborts (false). */
-  wait: (ms: number, signal: AbortSignal) => Promise<boolean>;
-  /** The agent's stop: the retry loop and every wait end with it. */
-  stopped: AbortSignal;
-  /** Work the agent waits for when it stops: the retry loop is added while it runs. */
-  track: (work: Promise<void>) => void;
 }
 
 export class DurableJournal {

@@ -8,35 +8,22 @@ import { FleetCoordinator } from './coordination/coordinator.js';
 import { createStore } from './coordination/open-store.js';
 import type { Claim, FleetStore } from './coordination/store.js';
 import { resourceIdOf } from './identity.js';
-import type { Journal } from './journal.js';
 import { KubeError, type KubeApi } from './kubernetes/api.js';
 import { NodeIdentityError } from './kubernetes/node.js';
 import { KubernetesRuntime } from './kubernetes/runtime.js';
-import type { Logger } from './logger.js';
-import type { AgentMetrics } from './metrics.js';
 import { PEERS, loadPeer, usesKubernetes } from './peers.js';
+import type { AgentServices } from './services.js';
 import type { AgentConfig } from './types.js';
 
 /** An integration start-up that cannot succeed yet is tried again after this, doubling up to the max. */
 export const STARTUP_RETRY_MAX_MS = 30_000;
 
-/** What an integration needs of the agent. */
-export interface IntegrationContext {
+/** What an integration needs of the agent: its services, its config and this VM. */
+export interface IntegrationContext extends AgentServices {
   config: AgentConfig;
   env: NodeJS.ProcessEnv;
   vmName: string;
   dryRun: boolean;
-  log: Logger;
-  metrics: AgentMetrics;
-  now: () => number;
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Sleeps until `ms` has passed (true) or `signal` aborts (false). */
-  wait: (ms: number, signal: AbortSignal) => Promise<boolean>;
-  /** The agent's stop. */
-  stopped: AbortSignal;
-  /** Background work the agent waits for when it stops. */
-  track: (work: Promise<void>) => void;
-  journal: () => Journal;
 }
 
 /**
