@@ -9,4 +9,7 @@ export const hostUpdate = policy({
   description: 'The Host server is undergoing maintenance.',
   durationInSeconds: 9,
   routine: true,
+  // [choice] A host update holds its tenants wherever it runs, on a host too: one at a time, as
+  // before rollouts of other kinds existed.
+  holdsTenant: () => true,
 });

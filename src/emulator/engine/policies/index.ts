@@ -13,7 +13,7 @@ import { reimage } from './reimage.js';
 import { restart } from './restart.js';
 import { spotEviction } from './spot-eviction.js';
 
-export type { OperationPolicy, VmActions } from './policy.js';
+export type { OperationPolicy, TargetScope, VmActions } from './policy.js';
 
 export const POLICIES: Readonly<Record<OperationType, OperationPolicy>> = {
   restart,

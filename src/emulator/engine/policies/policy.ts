@@ -15,6 +15,12 @@ export interface VmActions {
   deallocate(vm: Vm): void;
 }
 
+/** Where an operation was aimed: at a tenant, at a host, or (both null) at VMs named one by one. */
+export interface TargetScope {
+  readonly tenant: string | null;
+  readonly host: string | null;
+}
+
 export interface OperationPolicy {
   readonly type: OperationType;
   readonly eventType: EventType;
@@ -30,6 +36,10 @@ export interface OperationPolicy {
    * Scheduled soon after the previous completes, and a tenant goes through one such rollout at a time.
    */
   readonly routine: boolean;
+  /** What follows its first events: true when the rest of the target gets events one fault domain at a time. */
+  rolls(target: TargetScope): boolean;
+  /** Whether a running operation holds its tenants' fault domains, so routine maintenance elsewhere in them waits. */
+  holdsTenant(target: TargetScope): boolean;
   /** The earliest NotBefore may be this long after creation. */
   minimumNoticeMs(members: readonly Vm[], timing: Timing): number;
   /** NotBefore when the request names none; the minimum notice unless the policy says otherwise. */
@@ -53,11 +63,18 @@ export interface OperationPolicy {
 export function policy(
   fields: Pick<OperationPolicy, 'type' | 'eventType' | 'source' | 'description' | 'durationInSeconds'> & Partial<OperationPolicy>,
 ): OperationPolicy {
+  const routine = fields.routine ?? false;
   return {
     startsAtOnce: false,
-    routine: false,
+    routine,
     exclusiveWith: [],
     minimumNoticeMs: (_members, timing) => timing.minimumNoticeMs(fields.eventType),
+    // [seed] Routine maintenance over a tenant rolls, one fault domain at a time. [choice] VMs named
+    // one by one are what a tester asked for, all at once: only a tenant target rolls.
+    rolls: (target) => routine && target.tenant !== null,
+    // [choice] A rollout holds its tenant; a routine job on named VMs or a host is checked against
+    // holds but takes none.
+    holdsTenant: (target) => routine && target.tenant !== null,
     ...fields,
   };
 }

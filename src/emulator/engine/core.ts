@@ -1,0 +1,40 @@
+// What the engine's owners share: the clock, the fleet, the live events, history and the schedule,
+// and each other. The facade builds one and hands it to every owner, so an owner reads state where
+// it lives instead of keeping a copy, and calls the owner of a rule instead of repeating it.
+import type { Clock } from '../../shared/clock.js';
+import type { ActivationTracker } from './activation.js';
+import type { ChangeLog } from './changes.js';
+import type { Documents } from './documents.js';
+import type { Fleet } from './fleet.js';
+import type { FleetKeeper } from './fleet-keeper.js';
+import type { History } from './history.js';
+import type { Lifecycle } from './lifecycle.js';
+import type { LiveEvents } from './live-events.js';
+import type { EngineEvent } from './model.js';
+import type { OperationBook } from './operation-book.js';
+import type { Schedule } from './schedule.js';
+import type { Timing } from './timing.js';
+
+export interface EngineCore {
+  readonly clock: Clock;
+  readonly timing: Timing;
+  readonly newId: () => string;
+  /** Which entities changed since the state file last took them. */
+  readonly changes: ChangeLog;
+  readonly fleet: Fleet;
+  readonly live: LiveEvents;
+  readonly history: History;
+  readonly schedule: Schedule;
+  readonly activation: ActivationTracker;
+  readonly documents: Documents;
+  readonly vms: FleetKeeper;
+  readonly lifecycle: Lifecycle;
+  readonly operations: OperationBook;
+  /** Something changed, whether or not a document shows it: mutation listeners hear of it at the commit. */
+  markMutated(): void;
+}
+
+/** A copy a caller may keep or change without touching the engine's own. */
+export function cloneEvent(e: EngineEvent): EngineEvent {
+  return { ...e, resources: [...e.resources], approvals: e.approvals.map((a) => ({ ...a })) };
+}

@@ -1,0 +1,107 @@
+// What each VM sees: which live events are visible to it, whose documents a change touched, and the
+// incarnation each document carries. The one place visibility is decided, so a VM's document, its
+// incarnation and the listeners told of a change can never disagree.
+import type { EventView } from '../../protocol/types.js';
+import { TrackedMap } from './changes.js';
+import type { EngineCore } from './core.js';
+import type { Vm } from './fleet.js';
+import type { DocumentState, EngineEvent } from './model.js';
+
+/** [choice] A VM's first document has incarnation 1, as in the seed's example sequence. */
+export const FIRST_INCARNATION = 1;
+
+export class Documents {
+  /** Saved in the state file; a VM missing from it is at FIRST_INCARNATION. */
+  readonly incarnations: TrackedMap<string, number>;
+  /** VMs whose visible events changed since the last commit. */
+  readonly #touched = new Set<string>();
+  readonly #core: EngineCore;
+
+  constructor(core: EngineCore) {
+    this.#core = core;
+    this.incarnations = new TrackedMap(core.changes);
+  }
+
+  incarnation(name: string): number {
+    return this.incarnations.get(name) ?? FIRST_INCARNATION;
+  }
+
+  /** The document a VM sees now; the caller has ticked. */
+  documentFor(name: string): DocumentState {
+    const vm = this.#core.fleet.get(name);
+    const events: EventView[] = [];
+    for (const e of this.#core.live.ofTenant(vm.tenant)) {
+      if (this.visible(vm, e)) events.push(toView(e));
+    }
+    return { vm: name, incarnation: this.incarnation(name), events };
+  }
+
+  visible(vm: Vm, event: { tenant: string; resources: readonly string[] }): boolean {
+    return (
+      event.tenant === vm.tenant &&
+      vm.powerState === 'running' &&
+      (!this.#core.fleet.seesOnlyOwnEvents(vm) || event.resources.includes(vm.name)) &&
+      this.#core.activation.enabled(vm.name)
+    );
+  }
+
+  /** Marks a VM changed if enabling or disabling it (or stopping and starting it) changes what it sees. */
+  touchVm(name: string): void {
+    const vm = this.#core.fleet.vms.get(name);
+    if (!vm) return;
+    const own = this.#core.fleet.seesOnlyOwnEvents(vm);
+    if (this.#core.live.ofTenant(vm.tenant).some((e) => !own || e.resources.includes(name))) this.#touched.add(name);
+  }
+
+  /** Marks every VM that sees this event as having a changed document. */
+  touch(event: EngineEvent): void {
+    const tenant = this.#core.fleet.tenants.get(event.tenant);
+    if (!tenant) return;
+    for (const name of tenant.vms) {
+      if (this.visible(this.#core.fleet.vms.get(name)!, event)) this.#touched.add(name);
+    }
+  }
+
+  /** A VM whose document changed whatever it sees: added, removed, or back under an old name. */
+  touchName(name: string): void {
+    this.#touched.add(name);
+  }
+
+  /** Restored documents are the saved ones, under their saved incarnations. */
+  forgetTouched(): void {
+    this.#touched.clear();
+  }
+
+  /** Identifies a VM's visible events and their states, to tell whether its document changed. */
+  signature(name: string): string {
+    const vm = this.#core.fleet.vms.get(name);
+    if (!vm) return '';
+    return this.#core.live
+      .ofTenant(vm.tenant)
+      .filter((e) => this.visible(vm, e))
+      .map((e) => `${e.id}:${e.status}`)
+      .join(',');
+  }
+
+  /** Every VM whose visible events changed gets exactly one new incarnation; returns them. */
+  commit(): string[] {
+    if (this.#touched.size === 0) return [];
+    const changed = [...this.#touched];
+    this.#touched.clear();
+    for (const name of changed) this.incarnations.set(name, this.incarnation(name) + 1);
+    return changed;
+  }
+}
+
+function toView(e: EngineEvent): EventView {
+  return {
+    id: e.id,
+    status: e.status,
+    type: e.type,
+    resources: e.resources,
+    notBefore: e.status === 'Started' ? null : e.notBefore,
+    description: e.description,
+    source: e.source,
+    durationInSeconds: e.durationInSeconds,
+  };
+}
