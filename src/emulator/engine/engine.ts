@@ -105,7 +105,7 @@ export class Engine {
     core.operations = new OperationBook(core);
     this.#core = core;
     for (const spec of options.fleet ?? []) core.vms.add(spec);
-    core.vms.startFleet = core.vms.specs();
+    core.vms.startFleet.isNow();
   }
 
   // ---- queries -------------------------------------------------------------
@@ -328,13 +328,15 @@ export class Engine {
   reset(fleet?: readonly VmSpec[], options: { keepStartFleet?: boolean } = {}): void {
     const { vms, documents } = this.#core;
     // A new fleet is checked whole before anything is cleared.
-    let install = vms.startFleet;
+    let install: VmSpec[] | null = null;
     if (fleet) {
       const check = new Fleet(this.#core.newId);
       for (const spec of fleet) check.add(spec);
       install = [...check.vms.values()].map((vm) => vmToSpec(vm, check.tenantOf(vm)));
-      if (!options.keepStartFleet) vms.startFleet = install;
     }
+    const start = vms.startFleet.specs();
+    const keptStart = install !== null && options.keepStartFleet === true;
+    install ??= start;
     const before = new Map([...this.fleet.vms.keys()].map((name) => [name, documents.signature(name)]));
     this.#clearState();
     for (const spec of install) {
@@ -346,6 +348,8 @@ export class Engine {
     }
     // A VM that comes back keeps rising from the incarnation it had.
     for (const name of this.fleet.vms.keys()) if (!before.has(name)) documents.touchName(name);
+    if (keptStart) vms.startFleet.are(start);
+    else vms.startFleet.isNow();
     this.#mutated = true;
     this.#commit();
   }

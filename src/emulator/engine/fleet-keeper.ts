@@ -9,6 +9,7 @@ import { conflict } from './errors.js';
 import { vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import type { EngineEvent } from './model.js';
 import type { VmActions } from './policies/index.js';
+import { StartFleet } from './start-fleet.js';
 
 export class FleetKeeper {
   /** VMs added, changed or removed since the state file last took them. */
@@ -16,12 +17,13 @@ export class FleetKeeper {
   /** VMs a Spot eviction deallocated. */
   readonly deallocated = new Set<string>();
   /** What a reset returns to. */
-  startFleet: VmSpec[] = [];
+  readonly startFleet: StartFleet;
   readonly #core: EngineCore;
 
   constructor(core: EngineCore) {
     this.#core = core;
     this.changes = core.changes.table<string>();
+    this.startFleet = new StartFleet(core.fleet);
   }
 
   /** The fleet as specs, in its order: what a snapshot saves. */
@@ -40,6 +42,7 @@ export class FleetKeeper {
   add(spec: VmSpec): Vm {
     const { documents } = this.#core;
     const vm = this.place(spec);
+    this.startFleet.joined(vm.name);
     this.changes.inserted(vm.name);
     this.#core.history.forgetDeleted(vm.name);
     this.#core.markMutated();
@@ -56,6 +59,8 @@ export class FleetKeeper {
   remove(name: string, deletedBy?: { operation: string; at: number }, cause?: EngineEvent): Vm {
     const { fleet, live } = this.#core;
     const vm = fleet.get(name);
+    this.startFleet.willChange(vm);
+    this.startFleet.left(name);
     this.#core.documents.touchName(name);
     fleet.remove(name);
     this.deallocated.delete(name);
@@ -89,6 +94,7 @@ export class FleetKeeper {
     const vm = this.#core.fleet.get(name);
     if (vm.powerState !== 'deallocated')
       throw conflict(`VM '${name}' is ${vm.powerState}, not deallocated; only a deallocated VM can be started`);
+    this.startFleet.willChange(vm);
     vm.powerState = 'running';
     this.deallocated.delete(name);
     this.changes.updated(name);
@@ -106,6 +112,7 @@ export class FleetKeeper {
         const base = `host-${this.#core.newId().slice(-12).toLowerCase()}`;
         let host = base;
         for (let n = 2; fleet.hosts.has(host); n++) host = `${base}-${n}`;
+        this.startFleet.willChange(vm);
         fleet.moveToHost(vm.name, host);
         this.changes.updated(vm.name);
         this.#core.markMutated();
@@ -117,6 +124,7 @@ export class FleetKeeper {
         if (!fleet.vms.has(vm.name) || vm.powerState === 'deallocated') return;
         // Its document empties: a stopped VM sees no events.
         this.#core.documents.touchVm(vm.name);
+        this.startFleet.willChange(vm);
         vm.powerState = 'deallocated';
         this.deallocated.add(vm.name);
         this.changes.updated(vm.name);

@@ -13,7 +13,7 @@ export function snapshotOf(core: EngineCore): EngineSnapshot {
     format: 'forewarn-state',
     version: SNAPSHOT_VERSION,
     savedAt: core.clock.now(),
-    initialFleet: structuredClone(core.vms.startFleet),
+    initialFleet: core.vms.startFleet.specs(),
     vms: core.vms.specs(),
     events: [...core.live.values()].map(cloneEvent),
     ended: saved.ended,
@@ -78,8 +78,8 @@ export function deltaOf(core: EngineCore): EngineDelta | 'everything' {
 /** Puts a snapshot into an engine whose state has been cleared; its transitions are scheduled again. */
 export function restoreInto(core: EngineCore, snapshot: EngineSnapshot): void {
   const { fleet, documents, operations, lifecycle } = core;
-  core.vms.startFleet = structuredClone(snapshot.initialFleet);
   for (const spec of snapshot.vms) core.vms.place(spec);
+  core.vms.startFleet.are(structuredClone(snapshot.initialFleet));
   for (const [name, n] of Object.entries(snapshot.incarnations)) documents.incarnations.set(name, n);
   operations.restore(core.history.restore(snapshot, (name) => fleet.vms.has(name)));
   for (const e of snapshot.events) lifecycle.restore(cloneEvent(e), snapshot.savedAt);
