@@ -2,7 +2,7 @@
 // incarnation each document carries. The one place visibility is decided, so a VM's document, its
 // incarnation and the listeners told of a change can never disagree.
 import type { EventView } from '../../protocol/types.js';
-import { TrackedMap } from './changes.js';
+import { Incarnations } from './incarnations.js';
 import type { EngineCore } from './core.js';
 import { mayHideOthersEvents, type Vm } from './fleet.js';
 import type { DocumentState, EngineEvent } from './model.js';
@@ -11,15 +11,17 @@ import type { DocumentState, EngineEvent } from './model.js';
 export const FIRST_INCARNATION = 1;
 
 export class Documents {
-  /** Saved in the state file; a VM missing from it is at FIRST_INCARNATION. */
-  readonly incarnations: TrackedMap<string, number>;
-  /** VMs whose visible events changed since the last commit. */
-  readonly #touched = new Set<string>();
+  /** By VM name, for VMs that left too (a name that comes back keeps rising); saved in the state file. */
+  readonly incarnations: Incarnations;
+  /** Slots of the documents changed since the last commit, in the order first marked. */
+  #changed: number[] = [];
+  /** The current commit's mark; starts above the 0 a new slot holds. */
+  #mark = 1;
   readonly #core: EngineCore;
 
   constructor(core: EngineCore) {
     this.#core = core;
-    this.incarnations = new TrackedMap(core.changes);
+    this.incarnations = new Incarnations(core.changes);
   }
 
   incarnation(name: string): number {
@@ -50,7 +52,7 @@ export class Documents {
     const vm = this.#core.fleet.vms.get(name);
     if (!vm) return;
     const own = this.#core.fleet.seesOnlyOwnEvents(vm);
-    if (this.#core.live.ofTenant(vm.tenant).some((e) => !own || e.resources.includes(name))) this.#touched.add(name);
+    if (this.#core.live.ofTenant(vm.tenant).some((e) => !own || e.resources.includes(name))) this.touchName(name);
   }
 
   /** Marks every VM that sees this event as having a changed document. */
@@ -62,22 +64,24 @@ export class Documents {
       // Every running VM of the tenant sees it: no lookup of each VM, which is most of a change's
       // cost at a million VMs. Deallocated VMs are few, and their index says which.
       const stopped = this.#core.vms.deallocated;
-      for (const name of tenant.vms) if (stopped.size === 0 || !stopped.has(name)) this.#touched.add(name);
+      for (const name of tenant.vms) if (stopped.size === 0 || !stopped.has(name)) this.touchName(name);
       return;
     }
     for (const name of tenant.vms) {
-      if (this.visible(fleet.vms.get(name)!, event)) this.#touched.add(name);
+      if (this.visible(fleet.vms.get(name)!, event)) this.touchName(name);
     }
   }
 
   /** A VM whose document changed whatever it sees: added, removed, or back under an old name. */
   touchName(name: string): void {
-    this.#touched.add(name);
+    const slot = this.incarnations.mark(name, this.#mark, FIRST_INCARNATION);
+    if (slot !== -1) this.#changed.push(slot);
   }
 
   /** Restored documents are the saved ones, under their saved incarnations. */
   forgetTouched(): void {
-    this.#touched.clear();
+    this.#changed = [];
+    this.#mark++;
   }
 
   /** Identifies a VM's visible events and their states, to tell whether its document changed. */
@@ -93,11 +97,10 @@ export class Documents {
 
   /** Every VM whose visible events changed gets exactly one new incarnation; returns them. */
   commit(): string[] {
-    if (this.#touched.size === 0) return [];
-    const changed = [...this.#touched];
-    this.#touched.clear();
-    for (const name of changed) this.incarnations.set(name, this.incarnation(name) + 1);
-    return changed;
+    if (this.#changed.length === 0) return [];
+    const slots = this.#changed;
+    this.forgetTouched();
+    return slots.map((slot) => this.incarnations.bump(slot));
   }
 }
 

@@ -18,7 +18,7 @@ export function snapshotOf(core: EngineCore): EngineSnapshot {
     events: [...core.live.values()].map(cloneEvent),
     ended: saved.ended,
     operations: [...core.operations.byId.values()].map((o) => structuredClone(o)),
-    incarnations: Object.fromEntries(core.documents.incarnations),
+    incarnations: Object.fromEntries(core.documents.incarnations.entries()),
     activation: core.activation.snapshot(),
     deleted: saved.deleted,
   };
