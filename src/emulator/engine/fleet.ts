@@ -144,7 +144,16 @@ export interface Tenant {
 export interface Host {
   name: string;
   vms: Set<string>;
+  /**
+   * A host sits in one rack, so it lies in one fault domain of every tenant it serves: per tenant
+   * here, that fault domain and how many of its VMs the host carries, as count * DOMAIN_SLOTS +
+   * faultDomain. One number, not a record under a host-and-tenant key: 80 bytes a VM less at a million.
+   */
+  domains: Map<string, number>;
 }
+
+/** Fault domains run from 0 to 19, so a count times this plus the fault domain keeps both. */
+const DOMAIN_SLOTS = 32;
 
 /** [choice] Update domain counts when a tenant does not declare one (Azure's default for availability sets is 5). */
 const DEFAULT_UPDATE_DOMAIN_COUNT: Record<TenantKind, number> = {
@@ -191,8 +200,6 @@ export function mayHideOthersEvents(tenant: Tenant): boolean {
   return tenant.kind === 'scaleSet' && tenant.faultDomainCount === 1;
 }
 
-const hostDomainKey = (host: string, tenant: string) => `${host}\u0000${tenant}`;
-
 /** What the VMs of one scale set share, across its placement groups. */
 interface ScaleSetRecord {
   /** As its VMs declare it (the first to join sets it for those that do not); absent: Uniform. */
@@ -214,8 +221,6 @@ export class Fleet {
   readonly #byPrivateIp = new Map<number, Vm>();
   /** No default IP below this is free (a hint; removals lower it). */
   #nextDefaultIp = FIRST_DEFAULT_IP;
-  /** The fault domain of each tenant on each host, how many of its VMs are there, and one of them. */
-  readonly #hostDomains = new Map<string, { faultDomain: number; count: number; example: string }>();
   /** Scale sets by name, while they have VMs. */
   readonly #scaleSets = new Map<string, ScaleSetRecord>();
 
@@ -298,10 +303,12 @@ export class Fleet {
     const host = spec.host ?? `host-${spec.name}`;
     if (!NAME.test(host)) throw invalid(`host name ${JSON.stringify(host)} is not a valid name`, 'host');
     // A host sits in one rack, so it lies in a single fault domain of every tenant it serves.
-    const placed = this.#hostDomains.get(hostDomainKey(host, tenantName));
-    if (placed && placed.faultDomain !== faultDomain) {
+    const carried = this.hosts.get(host);
+    const placed = carried?.domains.get(tenantName);
+    if (placed !== undefined && placed % DOMAIN_SLOTS !== faultDomain) {
+      const example = [...carried!.vms].find((n) => this.vms.get(n)!.tenant === tenantName)!;
       throw conflict(
-        `host '${host}' already carries '${placed.example}' of tenant '${tenantName}' in fault domain ${placed.faultDomain}; ` +
+        `host '${host}' already carries '${example}' of tenant '${tenantName}' in fault domain ${placed % DOMAIN_SLOTS}; ` +
           `a host lies in one fault domain of each tenant, so '${spec.name}' cannot be in fault domain ${faultDomain} there`,
         'faultDomain',
         'host',
@@ -423,16 +430,7 @@ export class Fleet {
       this.tenants.set(t.name, t);
     }
     t.vms.add(vm.name);
-    let h = this.hosts.get(vm.host);
-    if (!h) {
-      h = { name: vm.host, vms: new Set() };
-      this.hosts.set(h.name, h);
-    }
-    h.vms.add(vm.name);
-    const key = hostDomainKey(vm.host, vm.tenant);
-    const placed = this.#hostDomains.get(key);
-    if (placed) placed.count += 1;
-    else this.#hostDomains.set(key, { faultDomain: vm.faultDomain, count: 1, example: vm.name });
+    this.#placeOnHost(vm, vm.host);
     this.vms.set(vm.name, vm);
     if (vm.address !== null) this.#byAddress.set(vm.address, vm);
     this.#byVmId.set(vm.vmId.toLowerCase(), vm);
@@ -476,36 +474,38 @@ export class Fleet {
     const t = this.tenants.get(vm.tenant);
     t?.vms.delete(name);
     if (t && t.vms.size === 0) this.tenants.delete(t.name);
-    const h = this.hosts.get(vm.host);
-    h?.vms.delete(name);
-    if (h && h.vms.size === 0) this.hosts.delete(h.name);
-    const key = hostDomainKey(vm.host, vm.tenant);
-    const placed = this.#hostDomains.get(key)!;
-    if (--placed.count === 0) this.#hostDomains.delete(key);
-    else if (placed.example === name) {
-      placed.example = [...h!.vms].find((n) => this.vms.get(n)!.tenant === vm.tenant)!;
-    }
+    this.#takeOffHost(vm);
     return vm;
   }
 
   /** Places a VM on another host, as a redeploy does; the host is created if new. */
   moveToHost(name: string, host: string): void {
     const vm = this.get(name);
-    const from = this.hosts.get(vm.host)!;
-    from.vms.delete(name);
-    if (from.vms.size === 0) this.hosts.delete(from.name);
-    const fromKey = hostDomainKey(vm.host, vm.tenant);
-    const placed = this.#hostDomains.get(fromKey)!;
-    if (--placed.count === 0) this.#hostDomains.delete(fromKey);
-    else if (placed.example === name) placed.example = [...from.vms].find((n) => this.vms.get(n)!.tenant === vm.tenant)!;
+    this.#takeOffHost(vm);
     vm.host = host;
-    let to = this.hosts.get(host);
-    if (!to) this.hosts.set(host, (to = { name: host, vms: new Set() }));
-    to.vms.add(name);
-    const toKey = hostDomainKey(host, vm.tenant);
-    const there = this.#hostDomains.get(toKey);
-    if (there) there.count += 1;
-    else this.#hostDomains.set(toKey, { faultDomain: vm.faultDomain, count: 1, example: name });
+    this.#placeOnHost(vm, host);
+  }
+
+  /** Puts a VM on a host (created if new), in its tenant's fault domain there. */
+  #placeOnHost(vm: Vm, name: string): void {
+    let host = this.hosts.get(name);
+    if (!host) this.hosts.set(name, (host = { name, vms: new Set(), domains: new Map() }));
+    host.vms.add(vm.name);
+    host.domains.set(vm.tenant, (host.domains.get(vm.tenant) ?? vm.faultDomain) + DOMAIN_SLOTS);
+  }
+
+  /** Takes a VM off its host; a host left empty is gone. */
+  #takeOffHost(vm: Vm): void {
+    const host = this.hosts.get(vm.host);
+    if (!host) return;
+    host.vms.delete(vm.name);
+    if (host.vms.size === 0) {
+      this.hosts.delete(host.name);
+      return;
+    }
+    const placed = host.domains.get(vm.tenant)! - DOMAIN_SLOTS;
+    if (placed < DOMAIN_SLOTS) host.domains.delete(vm.tenant);
+    else host.domains.set(vm.tenant, placed);
   }
 
   get(name: string): Vm {
@@ -535,7 +535,6 @@ export class Fleet {
     this.hosts.clear();
     this.#byAddress.clear();
     this.#byVmId.clear();
-    this.#hostDomains.clear();
     this.#byPrivateIp.clear();
     this.#scaleSets.clear();
     this.#nextDefaultIp = FIRST_DEFAULT_IP;
