@@ -4,7 +4,7 @@
 import type { EventView } from '../../protocol/types.js';
 import { Incarnations } from './incarnations.js';
 import type { EngineCore } from './core.js';
-import { mayHideOthersEvents, type Vm } from './fleet.js';
+import { mayHideOthersEvents, type Tenant, type Vm } from './fleet.js';
 import type { DocumentState, EngineEvent } from './model.js';
 
 /** [choice] A VM's first document has incarnation 1, as in the seed's example sequence. */
@@ -17,6 +17,11 @@ export class Documents {
   #changed: number[] = [];
   /** The current commit's mark; starts above the 0 a new slot holds. */
   #mark = 1;
+  /**
+   * Each touched tenant's VMs as incarnation slots, in the tenant's order, so marking a tenant's
+   * documents looks nothing up; dropped when the tenant's VMs change.
+   */
+  readonly #tenantSlots = new Map<string, number[]>();
   readonly #core: EngineCore;
 
   constructor(core: EngineCore) {
@@ -64,7 +69,10 @@ export class Documents {
       // Every running VM of the tenant sees it: no lookup of each VM, which is most of a change's
       // cost at a million VMs. Deallocated VMs are few, and their index says which.
       const stopped = this.#core.vms.deallocated;
-      for (const name of tenant.vms) if (stopped.size === 0 || !stopped.has(name)) this.touchName(name);
+      for (const slot of this.#slotsOf(tenant)) {
+        if (stopped.size > 0 && stopped.has(this.incarnations.nameOf(slot))) continue;
+        if (this.incarnations.mark(slot, this.#mark)) this.#changed.push(slot);
+      }
       return;
     }
     for (const name of tenant.vms) {
@@ -74,8 +82,30 @@ export class Documents {
 
   /** A VM whose document changed whatever it sees: added, removed, or back under an old name. */
   touchName(name: string): void {
-    const slot = this.incarnations.mark(name, this.#mark, FIRST_INCARNATION);
-    if (slot !== -1) this.#changed.push(slot);
+    const slot = this.incarnations.slotOf(name, FIRST_INCARNATION);
+    if (this.incarnations.mark(slot, this.#mark)) this.#changed.push(slot);
+  }
+
+  /** A VM joined or left this tenant, or (no tenant) the fleet was cleared. */
+  tenantChanged(tenant?: string): void {
+    if (tenant === undefined) this.#tenantSlots.clear();
+    else this.#tenantSlots.delete(tenant);
+  }
+
+  /** Forgets every incarnation: a restore puts back the saved ones. */
+  clearIncarnations(): void {
+    this.incarnations.clear();
+    this.#tenantSlots.clear();
+  }
+
+  #slotsOf(tenant: Tenant): number[] {
+    let slots = this.#tenantSlots.get(tenant.name);
+    if (slots === undefined) {
+      slots = [];
+      for (const name of tenant.vms) slots.push(this.incarnations.slotOf(name, FIRST_INCARNATION));
+      this.#tenantSlots.set(tenant.name, slots);
+    }
+    return slots;
   }
 
   /** Restored documents are the saved ones, under their saved incarnations. */

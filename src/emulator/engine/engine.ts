@@ -371,7 +371,7 @@ export class Engine {
   restore(snapshot: EngineSnapshot): void {
     const before = [...this.fleet.vms.keys()];
     this.#clearState();
-    this.#core.documents.incarnations.clear();
+    this.#core.documents.clearIncarnations();
     restoreInto(this.#core, snapshot);
     this.#mutated = true;
     this.#commit();

@@ -35,6 +35,7 @@ export class FleetKeeper {
   /** Adds a VM to the fleet and to the index of deallocated VMs; nothing else hears of it. */
   place(spec: VmSpec): Vm {
     const vm = this.#core.fleet.add(spec);
+    this.#core.documents.tenantChanged(vm.tenant);
     if (vm.powerState === 'deallocated') this.deallocated.add(vm.name);
     return vm;
   }
@@ -63,6 +64,7 @@ export class FleetKeeper {
     this.startFleet.left(name);
     this.#core.documents.touchName(name);
     fleet.remove(name);
+    this.#core.documents.tenantChanged(vm.tenant);
     this.deallocated.delete(name);
     live.forgetVm(name);
     this.changes.deleted(name);
@@ -135,6 +137,7 @@ export class FleetKeeper {
 
   clear(): void {
     this.#core.fleet.clear();
+    this.#core.documents.tenantChanged();
     this.deallocated.clear();
   }
 }

@@ -54,20 +54,26 @@ export class Incarnations {
     this.#log.markEverything();
   }
 
-  /**
-   * Marks a name's document changed in commit `mark` and returns its slot, or -1 if it is marked
-   * already. A name never seen starts at `first`.
-   */
-  mark(name: string, mark: number, first: number): number {
+  /** A name's slot; a name never seen gets one, at incarnation `first`. */
+  slotOf(name: string, first: number): number {
     let slot = this.#slots.get(name);
     if (slot === undefined) {
       slot = this.#add(name);
       this.#values[slot] = first;
       this.changes.inserted(name);
     }
-    if (this.#marks[slot] === mark) return -1;
-    this.#marks[slot] = mark;
     return slot;
+  }
+
+  nameOf(slot: number): string {
+    return this.#names[slot]!;
+  }
+
+  /** Marks a slot's document changed in commit `mark`; false if it is marked already. */
+  mark(slot: number, mark: number): boolean {
+    if (this.#marks[slot] === mark) return false;
+    this.#marks[slot] = mark;
+    return true;
   }
 
   /** One more incarnation for a marked slot; returns its name. */

@@ -7,12 +7,14 @@ import { Incarnations } from '../../../src/emulator/engine/incarnations.js';
 describe('Incarnations', () => {
   test('a name is marked once per commit mark, starts at the first incarnation, and rises by one a bump', () => {
     const table = new Incarnations(new ChangeLog());
-    const slot = table.mark('vm0', 1, 1);
-    assert.notEqual(slot, -1);
-    assert.equal(table.mark('vm0', 1, 1), -1, 'marked already in this commit');
+    const slot = table.slotOf('vm0', 1);
+    assert.equal(table.get('vm0'), 1);
+    assert.equal(table.slotOf('vm0', 5), slot, 'a name keeps its slot and number');
+    assert.equal(table.mark(slot, 1), true);
+    assert.equal(table.mark(slot, 1), false, 'marked already in this commit');
     assert.equal(table.bump(slot), 'vm0');
     assert.equal(table.get('vm0'), 2);
-    assert.equal(table.mark('vm0', 2, 1), slot, 'a new commit marks it again');
+    assert.equal(table.mark(slot, 2), true, 'a new commit marks it again');
   });
 
   test('keeps its entries in first-seen order past its first capacity, and forgets them and their marks at a clear', () => {
@@ -25,11 +27,11 @@ describe('Incarnations', () => {
       [...table.entries()],
       names.map((name, i) => [name, i + 1]),
     );
-    for (const name of names) table.mark(name, 7, 1);
+    for (const name of names) table.mark(table.slotOf(name, 1), 7);
     table.clear();
     assert.equal(table.size, 0);
     assert.equal(table.has('vm0'), false);
-    assert.notEqual(table.mark('vm5', 7, 1), -1, 'a slot reused after a clear holds no old mark');
+    assert.equal(table.mark(table.slotOf('vm5', 1), 7), true, 'a slot reused after a clear holds no old mark');
     assert.equal(table.get('vm5'), 1);
     assert.ok(log.everything, 'a clear makes the state file save everything');
   });
@@ -40,7 +42,7 @@ describe('Incarnations', () => {
     table.set('a', 1);
     log.restart();
     table.set('b', 1);
-    table.bump(table.mark('a', 1, 1));
+    table.bump(table.slotOf('a', 1));
     assert.deepEqual([...table.changes.changed], ['b', 'a']);
   });
 });
