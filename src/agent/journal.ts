@@ -92,6 +92,35 @@ export function eventSnapshot(event: ScheduledEvent): JournalEntry['event'] {
   };
 }
 
+/** The event as the journal last saw it (eventSnapshot's inverse), rebuilt for actions run after a restart. */
+export function eventFromEntry(entry: JournalEntry): ScheduledEvent {
+  const e = entry.event;
+  const parsed = e.notBefore === null ? null : new Date(e.notBefore);
+  const notBefore = parsed !== null && !Number.isNaN(parsed.getTime()) ? parsed : null;
+  return {
+    id: entry.eventId,
+    status: e.status,
+    type: e.type,
+    resourceType: 'VirtualMachine',
+    resources: [...e.resources],
+    notBefore,
+    description: e.description,
+    source: e.source,
+    durationInSeconds: e.durationInSeconds,
+    raw: {
+      EventId: entry.eventId,
+      EventStatus: e.status,
+      EventType: e.type,
+      ResourceType: 'VirtualMachine',
+      Resources: [...e.resources],
+      NotBefore: notBefore === null ? '' : notBefore.toUTCString(),
+      Description: e.description,
+      ...(e.source !== null ? { EventSource: e.source } : {}),
+      DurationInSeconds: e.durationInSeconds,
+    },
+  };
+}
+
 /**
  * One JSON file, rewritten atomically (temp file, fsync, rename, fsync of the directory) by every
  * method that changes it, before the method returns. A write that fails throws; the change stays

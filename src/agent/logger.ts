@@ -1,6 +1,7 @@
 // The agent's logger: pino JSON lines on stdout for journald and log shippers; readable lines on a terminal.
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import type { ScheduledEvent } from '../client/index.js';
 
 export type { Logger };
 
@@ -33,4 +34,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   // Synchronous writes: a SIGKILL or process.exit must not swallow the journal of what was decided.
   const stream = options.destination ?? pino.destination({ dest: 1, sync: true });
   return pino({ level, base, timestamp: pino.stdTimeFunctions.isoTime }, stream);
+}
+
+/** Every line about one event carries these, whichever part of the agent writes it. */
+export function eventLogger(log: Logger, event: ScheduledEvent): Logger {
+  return log.child({ eventId: event.id, eventType: event.type, source: event.source });
 }
