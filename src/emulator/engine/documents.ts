@@ -101,8 +101,7 @@ export class Documents {
   #slotsOf(tenant: Tenant): number[] {
     let slots = this.#tenantSlots.get(tenant.name);
     if (slots === undefined) {
-      slots = [];
-      for (const name of tenant.vms) slots.push(this.incarnations.slotOf(name, FIRST_INCARNATION));
+      slots = [...tenant.vms].map((name) => this.incarnations.slotOf(name, FIRST_INCARNATION));
       this.#tenantSlots.set(tenant.name, slots);
     }
     return slots;

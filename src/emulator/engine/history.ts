@@ -1,6 +1,7 @@
 // What has ended: events, finished operations and VMs a delete removed, kept up to the history
 // limit and forgotten oldest first. The one owner of the sequence numbers that order history and
 // operations (their page cursors), and of the rule for what may be forgotten when.
+import { appended } from './lists.js';
 import { TrackedMap, type ChangeLog } from './changes.js';
 import type { EndedEvent, EngineEvent, EngineSnapshot, Operation, Saved } from './model.js';
 import { pageNewestFirst, type Page, type PageRequest } from './paging.js';
@@ -140,8 +141,6 @@ export class History {
   }
 
   #hold(operationId: string, eventId: string): void {
-    const held = this.#held.get(operationId);
-    if (held) held.push(eventId);
-    else this.#held.set(operationId, [eventId]);
+    this.#held.set(operationId, appended(this.#held.get(operationId) ?? [], eventId));
   }
 }

@@ -7,6 +7,7 @@ import { TrackedMap } from './changes.js';
 import type { EngineCore } from './core.js';
 import type { Vm } from './fleet.js';
 import type { History } from './history.js';
+import { appended } from './lists.js';
 import { MaintenanceHolds } from './maintenance.js';
 import { OPERATION_STATUSES, type EngineEvent, type Operation, type OperationRequest, type OperationStatus } from './model.js';
 import { OPERATION_TYPES, isOperationType } from './operations.js';
@@ -127,8 +128,8 @@ export class OperationBook {
     for (const [vm, action] of atOnce) {
       if (action === 'remove') {
         this.#core.vms.remove(vm.name, { operation: operation.id, at: now });
-        operation.removedVms.push(vm.name);
-      } else operation.reimagedVms.push(vm.name);
+        operation.removedVms = appended(operation.removedVms, vm.name);
+      } else operation.reimagedVms = appended(operation.reimagedVms, vm.name);
     }
     if (policy.holdsTenant(target) && plans.length > 0) this.#maintenance.hold(operation.id, domains);
     this.#settle(operation);
@@ -140,10 +141,10 @@ export class OperationBook {
   /** A new event of this operation, in this step of its rollout if it rolls. */
   attach(operation: Operation, event: EngineEvent, step: RollingStep | null): void {
     if (step) {
-      step.events.push(event.id);
+      step.events = appended(step.events, event.id);
       this.#stepOf.set(event.id, step);
     }
-    operation.events.push(event.id);
+    operation.events = appended(operation.events, event.id);
     this.byId.changes.updated(operation.id);
   }
 

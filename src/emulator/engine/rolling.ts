@@ -20,7 +20,10 @@ export function planSteps(vms: readonly Vm[]): RollingStep[] {
     if (list) list.push(vm.name);
     else byFd.set(vm.faultDomain, [vm.name]);
   }
-  return [...byFd.entries()]
-    .sort(([a], [b]) => a - b)
-    .map(([faultDomain, names]) => ({ faultDomain, vms: names, status: 'pending', events: [], at: null }));
+  return (
+    [...byFd.entries()]
+      .sort(([a], [b]) => a - b)
+      // slice(): an exact copy of a list grown by push, which holds slack (see lists.ts).
+      .map(([faultDomain, names]) => ({ faultDomain, vms: names.slice(), status: 'pending', events: [], at: null }))
+  );
 }
