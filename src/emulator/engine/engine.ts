@@ -26,6 +26,7 @@ import type {
   OperationStatus,
 } from './model.js';
 import { OperationBook, type StepDue } from './operation-book.js';
+import { EXCLUSIVE_EVENT_TYPES } from './policies/index.js';
 import type { Page, PageRequest } from './paging.js';
 import { deltaOf, restoreInto, snapshotOf } from './persistence.js';
 import { Schedule, type Due } from './schedule.js';
@@ -85,7 +86,7 @@ export class Engine {
       newId,
       changes,
       fleet: this.fleet,
-      live: new LiveEvents(changes),
+      live: new LiveEvents(changes, EXCLUSIVE_EVENT_TYPES),
       history: new History(historyLimit, changes),
       schedule,
       markMutated: () => {

@@ -11,11 +11,18 @@ export class LiveEvents {
   readonly byId: TrackedMap<string, EngineEvent>;
   readonly #byTenant = new Map<string, EngineEvent[]>();
   readonly #byJob = new Map<string, EngineEvent[]>();
-  /** [choice] Most VMs have one live event: it is kept as is, a Set only from the second (a Set costs ~100 bytes). */
+  /**
+   * Only events of the types in #byVmTypes, the only ones asked for by VM: indexing every event
+   * cost a million-entry map's churn for each event's every VM. [choice] Most VMs have one such
+   * event: it is kept as is, a Set only from the second (a Set costs ~100 bytes).
+   */
   readonly #byVm = new Map<string, EngineEvent | Set<EngineEvent>>();
+  readonly #byVmTypes: ReadonlySet<string>;
 
-  constructor(changes: ChangeLog) {
+  /** `byVmTypes`: the event types naming() answers for. */
+  constructor(changes: ChangeLog, byVmTypes: ReadonlySet<string>) {
     this.byId = new TrackedMap(changes);
+    this.#byVmTypes = byVmTypes;
   }
 
   get size(): number {
@@ -44,7 +51,7 @@ export class LiveEvents {
     return this.#byJob.get(jobId) ?? NONE;
   }
 
-  /** The live events that name this VM in their Resources. */
+  /** The live events of the indexed types (see the constructor) that name this VM in their Resources. */
   naming(vm: string): Iterable<EngineEvent> {
     const events = this.#byVm.get(vm);
     return events === undefined ? NONE : events instanceof Set ? events : [events];
@@ -59,6 +66,7 @@ export class LiveEvents {
     this.byId.set(event.id, event);
     push(this.#byTenant, event.tenant, event);
     push(this.#byJob, event.jobId, event);
+    if (!this.#byVmTypes.has(event.type)) return;
     for (const name of event.resources) {
       const events = this.#byVm.get(name);
       if (events === undefined) this.#byVm.set(name, event);
@@ -71,6 +79,7 @@ export class LiveEvents {
     this.byId.delete(event.id);
     pull(this.#byTenant, event.tenant, event);
     pull(this.#byJob, event.jobId, event);
+    if (!this.#byVmTypes.has(event.type)) return;
     for (const name of event.resources) {
       const events = this.#byVm.get(name);
       if (events === event) this.#byVm.delete(name);

@@ -28,3 +28,6 @@ export const POLICIES: Readonly<Record<OperationType, OperationPolicy>> = {
   reimage,
   'host-update': hostUpdate,
 };
+
+/** The event types some operation refuses a second of on the same VM: the only ones looked up by VM. */
+export const EXCLUSIVE_EVENT_TYPES: ReadonlySet<string> = new Set(Object.values(POLICIES).flatMap((p) => p.exclusiveWith));
