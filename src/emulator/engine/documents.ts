@@ -4,7 +4,7 @@
 import type { EventView } from '../../protocol/types.js';
 import { Incarnations } from './incarnations.js';
 import type { EngineCore } from './core.js';
-import { mayHideOthersEvents, type Tenant, type Vm } from './fleet.js';
+import { mayHideOthersEvents, type Vm } from './fleet.js';
 import type { DocumentState, EngineEvent } from './model.js';
 
 /** [choice] A VM's first document has incarnation 1, as in the seed's example sequence. */
@@ -18,8 +18,8 @@ export class Documents {
   /** The current commit's mark; starts above the 0 a new slot holds. */
   #mark = 1;
   /**
-   * Each touched tenant's VMs as incarnation slots, in the tenant's order, so marking a tenant's
-   * documents looks nothing up; dropped when the tenant's VMs change.
+   * The VMs of each touched tenant whose VMs all see its events, as incarnation slots in the
+   * tenant's order, so marking their documents looks nothing up; dropped when the tenant's VMs change.
    */
   readonly #tenantSlots = new Map<string, number[]>();
   readonly #core: EngineCore;
@@ -63,18 +63,22 @@ export class Documents {
   /** Marks every VM that sees this event as having a changed document. */
   touch(event: EngineEvent): void {
     const { fleet, activation } = this.#core;
+    if (activation.mode === 'off') {
+      // Every running VM of such a tenant sees it: no lookup of each VM (or, once cached, of the
+      // tenant), which is most of a change's cost at a million VMs. Deallocated VMs are few, and
+      // their index says which.
+      const slots = this.#tenantSlots.get(event.tenant) ?? this.#cacheSlots(event.tenant);
+      if (slots !== null) {
+        const stopped = this.#core.vms.deallocated;
+        for (const slot of slots) {
+          if (stopped.size > 0 && stopped.has(this.incarnations.nameOf(slot))) continue;
+          if (this.incarnations.mark(slot, this.#mark)) this.#changed.push(slot);
+        }
+        return;
+      }
+    }
     const tenant = fleet.tenants.get(event.tenant);
     if (!tenant) return;
-    if (activation.mode === 'off' && !mayHideOthersEvents(tenant)) {
-      // Every running VM of the tenant sees it: no lookup of each VM, which is most of a change's
-      // cost at a million VMs. Deallocated VMs are few, and their index says which.
-      const stopped = this.#core.vms.deallocated;
-      for (const slot of this.#slotsOf(tenant)) {
-        if (stopped.size > 0 && stopped.has(this.incarnations.nameOf(slot))) continue;
-        if (this.incarnations.mark(slot, this.#mark)) this.#changed.push(slot);
-      }
-      return;
-    }
     for (const name of tenant.vms) {
       if (this.visible(fleet.vms.get(name)!, event)) this.touchName(name);
     }
@@ -98,12 +102,12 @@ export class Documents {
     this.#tenantSlots.clear();
   }
 
-  #slotsOf(tenant: Tenant): number[] {
-    let slots = this.#tenantSlots.get(tenant.name);
-    if (slots === undefined) {
-      slots = [...tenant.vms].map((name) => this.incarnations.slotOf(name, FIRST_INCARNATION));
-      this.#tenantSlots.set(tenant.name, slots);
-    }
+  /** A tenant whose VMs all see its events while running, as incarnation slots; null for any other. */
+  #cacheSlots(name: string): number[] | null {
+    const tenant = this.#core.fleet.tenants.get(name);
+    if (tenant === undefined || mayHideOthersEvents(tenant)) return null;
+    const slots = [...tenant.vms].map((vm) => this.incarnations.slotOf(vm, FIRST_INCARNATION));
+    this.#tenantSlots.set(name, slots);
     return slots;
   }
 
