@@ -52,8 +52,11 @@ export const ACTIVATION_MODES = ['realistic', 'off'] as const;
 /** Whether a VM sees its events; always enabled unless activation is realistic. */
 export const ACTIVATION_STATUSES = ['enabled', 'enabling', 'disabled'] as const;
 
-/** What started an event (`startedBy`): an approval, its NotBefore passing, or a hardware failure (Started at once). */
-export const START_CAUSES = ['approval', 'notBefore', 'failure'] as const;
+/**
+ * What started an event (`startedBy`): an approval, its NotBefore passing, a hardware failure
+ * (Started at once), or the VM's scheduledEventsPolicy approving a user-initiated event at once.
+ */
+export const START_CAUSES = ['approval', 'notBefore', 'failure', 'policy'] as const;
 
 /** Where each fault domain of a rolling host update stands (`steps[].status`). */
 export const STEP_STATUSES = ['pending', 'scheduled', 'started', 'done', 'skipped', 'cancelled'] as const;

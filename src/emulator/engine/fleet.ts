@@ -1,4 +1,5 @@
 // The fleet: VMs grouped into FC tenants and placed on hosts.
+import type { ScheduledEventsPolicy } from './scheduled-events-policy.js';
 import { isIP } from 'node:net';
 import { TERMINATE_NOTICE_MINUTES } from './timing.js';
 import { conflict, invalid, notFound, type EngineError } from './errors.js';
@@ -49,6 +50,8 @@ export interface InstanceSettings {
   resourceGroup?: string | undefined;
   subscriptionId?: string | undefined;
   tags?: Readonly<Record<string, string>> | undefined;
+  /** ARM's scheduledEventsPolicy: Event Grid publishing and automatic approval of user-initiated events. */
+  scheduledEventsPolicy?: ScheduledEventsPolicy | undefined;
   /** Scale-set VMs only; Uniform when absent. */
   orchestrationMode?: OrchestrationMode | undefined;
   /** Scale-set VMs only (ARM's osProfile.computerNamePrefix); the scale set's name when absent. */
@@ -69,6 +72,7 @@ export const INSTANCE_SETTING_KEYS = [
   'resourceGroup',
   'subscriptionId',
   'tags',
+  'scheduledEventsPolicy',
   'orchestrationMode',
   'computerNamePrefix',
   'computerName',
@@ -558,7 +562,8 @@ function instanceSettings(spec: VmSpec): InstanceSettings {
   const out: InstanceSettings = {};
   for (const key of INSTANCE_SETTING_KEYS) {
     const value = spec[key];
-    if (value !== undefined) (out as Record<string, unknown>)[key] = key === 'tags' ? { ...(value as object) } : value;
+    // Objects are copied, so a caller's later change to its spec never reaches the VM.
+    if (value !== undefined) (out as Record<string, unknown>)[key] = typeof value === 'object' ? structuredClone(value) : value;
   }
   for (const key of ['privateIp', 'publicIp'] as const) {
     const ip = out[key];

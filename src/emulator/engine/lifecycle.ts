@@ -8,6 +8,7 @@ import type { EngineEvent, Operation, StartCause } from './model.js';
 import type { OperationPolicy } from './policies/index.js';
 import { POLICIES } from './policies/index.js';
 import type { RollingStep } from './rolling.js';
+import { approvesAutomatically } from './scheduled-events-policy.js';
 import type { Due } from './schedule.js';
 import { STATE_WHILE_STARTED, type VmState } from './vm-state.js';
 
@@ -57,6 +58,7 @@ export class Lifecycle {
     this.#core.operations.attach(operation, event, step);
     this.insert(event);
     if (policy.startsAtOnce) this.#start(event, at, 'failure');
+    else if (autoApproved(policy, members)) this.#start(event, at, 'policy');
     else this.#core.schedule.push(event.notBefore, event.id, 'start');
     return event;
   }
@@ -235,4 +237,13 @@ export class Lifecycle {
     const type = this.#core.operations.get(event.operationId)?.type;
     return type === undefined ? undefined : POLICIES[type];
   }
+}
+
+/**
+ * [choice] A user-initiated event starts at once when every VM it names has its kind's automatic
+ * approval on; a VM that asked to be waited for is waited for.
+ */
+function autoApproved(policy: OperationPolicy, members: readonly Vm[]): boolean {
+  const setting = policy.autoApproval;
+  return setting !== undefined && members.every((vm) => approvesAutomatically(vm.instance.scheduledEventsPolicy, setting));
 }

@@ -1,4 +1,5 @@
 // The engine's data: events, ended events, operations and the state file's snapshot and delta shapes.
+import type { START_CAUSES } from '../../protocol/control.js';
 import type { EventSource, EventStatus, EventType, EventView } from '../../protocol/types.js';
 import type { ActivationState } from './activation.js';
 import type { PairsDelta, TableDelta } from './changes.js';
@@ -12,7 +13,7 @@ export interface Approval {
   at: number;
 }
 
-export type StartCause = 'approval' | 'notBefore' | 'failure';
+export type StartCause = (typeof START_CAUSES)[number];
 
 /** An event with everything the emulator tracks about it. Times are epoch ms. */
 export interface EngineEvent {

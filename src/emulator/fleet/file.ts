@@ -13,6 +13,7 @@ import {
   scaleSetTenants,
 } from './generator.js';
 import { InstanceSettingsSchema, VmSpecSchema } from './vm-spec.js';
+import { mergePolicies } from '../engine/scheduled-events-policy.js';
 import {
   CheckedDocument,
   DocumentError,
@@ -425,6 +426,7 @@ function listedVm(
     ...tenantInstance(entry),
     // [choice] Tags add up: the tenant's, then the VM's own, which win on a shared name.
     tags: d.tags === undefined && entry.tags === undefined ? undefined : { ...d.tags, ...entry.tags },
+    scheduledEventsPolicy: mergePolicies(d.scheduledEventsPolicy, entry.scheduledEventsPolicy),
     computerName: entry.computerName,
     privateIp: entry.privateIp,
     publicIp: entry.publicIp,

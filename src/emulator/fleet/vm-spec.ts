@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { EVICTION_POLICIES, ORCHESTRATION_MODES, OS_TYPES, POWER_STATES, PRIORITIES, TENANT_KINDS, ZONES } from '../engine/fleet.js';
 import { TERMINATE_NOTICE_MINUTES } from '../engine/timing.js';
+import { API_VERSIONS } from '../../protocol/versions.js';
 
 const ipv4 = (description: string) =>
   z
@@ -18,6 +19,32 @@ const TagName = z
   .min(1)
   .max(512)
   .regex(/^[^<>%&\\?/]+$/, { message: 'a tag name cannot contain < > % & \\ ? /' });
+
+const AutomaticallyApprove = z.strictObject({
+  automaticallyApprove: z
+    .boolean()
+    .optional()
+    .meta({ description: 'The event proceeds at once, without waiting for approval or NotBefore' }),
+});
+
+/** ARM's names (Microsoft.Compute scheduledEventsPolicy); settings ARM has that Forewarn does not model are refused by name. */
+const ScheduledEventsPolicySchema = z.strictObject({
+  scheduledEventsAdditionalPublishingTargets: z
+    .strictObject({
+      eventGridAndResourceGraph: z
+        .strictObject({
+          enable: z.boolean().optional().meta({ description: "Publish this VM's events to Event Grid" }),
+          scheduledEventsApiVersion: z
+            .enum(API_VERSIONS)
+            .optional()
+            .meta({ description: 'The Scheduled Events api-version whose fields the notifications carry; default 2020-07-01' }),
+        })
+        .optional(),
+    })
+    .optional(),
+  userInitiatedReboot: AutomaticallyApprove.optional(),
+  userInitiatedRedeploy: AutomaticallyApprove.optional(),
+});
 
 /** Instance metadata a VM shows (/metadata/instance); fleet-file tenants and scale sets may set all but the last four, each VM's own. */
 export const InstanceSettingsSchema = {
@@ -48,6 +75,10 @@ export const InstanceSettingsSchema = {
     .refine((t) => Object.keys(t).length <= MAX_TAGS, { message: `at most ${MAX_TAGS} tags` })
     .optional()
     .meta({ description: "Resource tags; a VM's own override its tenant's of the same name" }),
+  scheduledEventsPolicy: ScheduledEventsPolicySchema.optional().meta({
+    description:
+      "ARM's scheduledEventsPolicy: publishing to Event Grid, and automatic approval of user-initiated Reboot and Redeploy; a VM's own settings override its set's, one by one",
+  }),
   orchestrationMode: z
     .enum(ORCHESTRATION_MODES)
     .optional()

@@ -1,5 +1,6 @@
 // The state file's shapes: the whole snapshot (a version 1 file, or a version 2 log's first line) and one change record.
 import { z } from 'zod';
+import { START_CAUSES } from '../../protocol/control.js';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
 import { SNAPSHOT_VERSION } from '../engine/engine.js';
 import { OPERATION_TYPES } from '../engine/operations.js';
@@ -26,7 +27,7 @@ export const EventSchema = z.object({
   notBefore: time,
   startedAt: time.nullable(),
   endsAt: time.nullable(),
-  startedBy: z.enum(['approval', 'notBefore', 'failure']).nullable(),
+  startedBy: z.enum(START_CAUSES).nullable(),
   approvals: z.array(z.object({ vm: z.string(), at: time })),
 });
 

@@ -642,7 +642,7 @@ describe('fleets in the docs', () => {
     const docs = readFileSync(new URL('../../../docs/fleet-files.md', import.meta.url), 'utf8');
     // Blocks that show one section alone (tenants:, hosts:) are fragments.
     const fleets = yamlBlocks(docs).filter((b) => /^(scaleSets|generate):/.test(b));
-    assert.equal(fleets.length, 3);
+    assert.equal(fleets.length, 4);
     for (const block of fleets) assert.ok(engineOf(parseFleet(block, 'docs.yaml')).fleet.size > 0);
   });
 });

@@ -3,6 +3,7 @@
 import type { EventSource, EventType } from '../../../protocol/types.js';
 import type { Vm } from '../fleet.js';
 import type { OperationType } from '../operations.js';
+import type { AutoApproval } from '../scheduled-events-policy.js';
 import type { Timing } from '../timing.js';
 
 /** What a policy may do to a VM; the kernel carries it out and keeps its indexes and history right. */
@@ -51,6 +52,11 @@ export interface OperationPolicy {
    * terminate notification, 'reimage' for a reimage without OS image notification); null gets an event.
    */
   withoutNotice?(vm: Vm): 'remove' | 'reimage' | null;
+  /**
+   * The scheduledEventsPolicy setting that approves this kind's events at creation (a user-initiated
+   * Reboot or Redeploy), when every VM an event names has it on.
+   */
+  readonly autoApproval?: AutoApproval;
   /** Live events of these types on a VM refuse a new one with 409 (a second eviction of a VM being evicted). */
   readonly exclusiveWith: readonly EventType[];
   /** When the impact begins (the event Starts). */

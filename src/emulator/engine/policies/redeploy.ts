@@ -8,6 +8,7 @@ export const redeploy = policy({
   source: 'User',
   description: 'Virtual machine is going to be redeployed as requested by authorized user.',
   durationInSeconds: -1,
+  autoApproval: 'userInitiatedRedeploy',
   // [choice] The move is made when the impact begins: from then on the old host is not the VM's.
   onImpactStart: (vm, act) => act.moveToNewHost(vm),
 });

@@ -7,4 +7,5 @@ export const restart = policy({
   source: 'User',
   description: 'Virtual machine is going to be restarted as requested by authorized user.',
   durationInSeconds: -1,
+  autoApproval: 'userInitiatedReboot',
 });
