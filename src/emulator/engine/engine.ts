@@ -335,9 +335,11 @@ export class Engine {
       for (const spec of fleet) check.add(spec);
       install = [...check.vms.values()].map((vm) => vmToSpec(vm, check.tenantOf(vm)));
     }
-    const start = vms.startFleet.specs();
+    // The start fleet as specs, read before the fleet it may be made of is cleared; not needed
+    // when a new fleet becomes the start.
     const keptStart = install !== null && options.keepStartFleet === true;
-    install ??= start;
+    const start = install === null || keptStart ? vms.startFleet.specs() : null;
+    install ??= start!;
     const before = new Map([...this.fleet.vms.keys()].map((name) => [name, documents.signature(name)]));
     this.#clearState();
     for (const spec of install) {
@@ -349,7 +351,7 @@ export class Engine {
     }
     // A VM that comes back keeps rising from the incarnation it had.
     for (const name of this.fleet.vms.keys()) if (!before.has(name)) documents.touchName(name);
-    if (keptStart) vms.startFleet.are(start);
+    if (keptStart) vms.startFleet.are(start!);
     else vms.startFleet.isNow();
     this.#mutated = true;
     this.#commit();
