@@ -12,7 +12,7 @@ import { invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import { FleetKeeper } from './fleet-keeper.js';
 import { History } from './history.js';
-import { Lifecycle, type EventDue } from './lifecycle.js';
+import { Lifecycle } from './lifecycle.js';
 import { LiveEvents } from './live-events.js';
 import type {
   DocumentState,
@@ -25,7 +25,7 @@ import type {
   OperationRequest,
   OperationStatus,
 } from './model.js';
-import { OperationBook, type StepDue } from './operation-book.js';
+import { OperationBook } from './operation-book.js';
 import { EXCLUSIVE_EVENT_TYPES } from './policies/index.js';
 import type { Page, PageRequest } from './paging.js';
 import { deltaOf, restoreInto, snapshotOf } from './persistence.js';
@@ -398,31 +398,26 @@ export class Engine {
   }
 
   #apply(due: Due): void {
-    switch (due.kind) {
-      case 'start':
-      case 'impact':
-      case 'end':
-        return this.#core.lifecycle.apply(due as EventDue);
-      case 'step':
-        return this.#core.operations.apply(due as StepDue);
-      case 'enable':
-      case 'idle':
-        return this.#core.activation.apply(due);
-    }
+    this.#ownerOf(due).apply(due);
   }
 
   /** Whether #apply would act on this entry. */
   #stillDue(due: Due): boolean {
+    return this.#ownerOf(due).stillDue(due);
+  }
+
+  /** The owner of an entry's kind: it applies the entry, and says whether it still would. */
+  #ownerOf(due: Due): DueOwner {
     switch (due.kind) {
       case 'start':
       case 'impact':
       case 'end':
-        return this.#core.lifecycle.stillDue(due as EventDue);
+        return this.#core.lifecycle;
       case 'step':
-        return this.#core.operations.stillDue(due as StepDue);
+        return this.#core.operations;
       case 'enable':
       case 'idle':
-        return this.#core.activation.stillDue(due);
+        return this.#core.activation;
     }
   }
 
@@ -456,3 +451,9 @@ export class Engine {
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** What owns a kind of schedule entry; each owner takes only its own kinds, which #ownerOf sees to. */
+interface DueOwner {
+  apply(due: Due): void;
+  stillDue(due: Due): boolean;
+}
