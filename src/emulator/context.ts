@@ -2,6 +2,7 @@
 import type { Clock } from '../shared/clock.js';
 import type { Engine } from './engine/engine.js';
 import type { FaultRegistry } from './imds/faults.js';
+import type { TokenIssuer } from './imds/managed-identity.js';
 import type { RateLimiter } from './imds/rate-limit.js';
 import type { Durable } from './state/acknowledge.js';
 
@@ -11,6 +12,8 @@ export interface ImdsContext {
   rateLimiter: RateLimiter;
   /** With --state: approvals are answered once saved. */
   durable?: Durable | undefined;
+  /** Signs managed identity tokens; the control server's ARM routes check them with the same key. */
+  tokens?: TokenIssuer | undefined;
 }
 
 export interface ControlContext {
@@ -27,4 +30,6 @@ export interface ControlContext {
    * (`--allow-host`). Read at each request, so the emulator can add the name it listens on.
    */
   allowHosts?: readonly string[] | undefined;
+  /** The issuer of the VMs' managed identity tokens, whose ARM tokens the ARM routes take. */
+  tokens?: TokenIssuer | undefined;
 }

@@ -12,6 +12,7 @@ import { buildControlServer } from './control/server.js';
 import { IMPACT_NEEDS_TOKEN, ImpactController } from './impact/controller.js';
 import { FaultRegistry } from './imds/faults.js';
 import { buildImdsServer } from './imds/server.js';
+import { TokenIssuer } from './imds/managed-identity.js';
 import { DEFAULT_RATE_LIMIT, RateLimiter } from './imds/rate-limit.js';
 import { StateFileError, StateFileWriter, readStateFile } from './state/file.js';
 import type { FileOps } from '../shared/atomic-file.js';
@@ -110,13 +111,15 @@ export class Emulator {
     let writer: StateFileWriter | undefined;
     // With a state file, responses to changes wait for them to be saved (the writer starts below).
     const durable = statePath === undefined ? undefined : () => writer!.durable();
-    const imds = buildImdsServer({ engine, faults, rateLimiter, durable }, serverOptions);
+    // One signing key for the VMs' managed identity tokens and the ARM routes that check them.
+    const tokens = new TokenIssuer();
+    const imds = buildImdsServer({ engine, faults, rateLimiter, durable, tokens }, serverOptions);
     const allowHosts = [...(options.allowHosts ?? [])];
     // Real impact on processes bound to VMs; closed with the emulator, so no command it started outlives it.
     if (options.impact === true && (options.token === undefined || options.token === '')) throw new Error(IMPACT_NEEDS_TOKEN);
     const impact = new ImpactController(engine, { enabled: options.impact === true });
     const control = buildControlServer(
-      { engine, clock, faults, rateLimiter, token: options.token, allowHosts, durable },
+      { engine, clock, faults, rateLimiter, token: options.token, allowHosts, durable, tokens },
       {
         ...serverOptions,
         ...(options.maxRequestVms !== undefined ? { maxRequestVms: options.maxRequestVms } : {}),

@@ -32,6 +32,21 @@ export interface EngineCore {
   readonly operations: OperationBook;
   /** Something changed, whether or not a document shows it: mutation listeners hear of it at the commit. */
   markMutated(): void;
+  /** An event entered a new status; the lifecycle is the one caller. */
+  transitioned(event: EngineEvent, status: TransitionStatus, at: number): void;
+}
+
+/** The statuses an event passes through, as Event Grid names them (IMDS shows the first two only). */
+export type TransitionStatus = 'Scheduled' | 'Started' | 'Completed' | 'Canceled';
+
+/**
+ * One status change of an event. `event` is the engine's own object, valid only during the call:
+ * a listener that keeps anything copies it (cloneEvent).
+ */
+export interface EventTransition {
+  event: EngineEvent;
+  status: TransitionStatus;
+  at: number;
 }
 
 /** A copy a caller may keep or change without touching the engine's own. */

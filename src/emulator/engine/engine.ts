@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ActivationTracker, type ActivationOptions, type ActivationState, type ActivationStatus } from './activation.js';
 import type { Clock } from '../../shared/clock.js';
 import { ChangeLog } from './changes.js';
-import { cloneEvent, type EngineCore } from './core.js';
+import { cloneEvent, type EngineCore, type EventTransition, type TransitionStatus } from './core.js';
 import { Documents, FIRST_INCARNATION } from './documents.js';
 import { invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
@@ -35,6 +35,7 @@ import type { DeletedVm, VmState } from './vm-state.js';
 
 export * from './model.js';
 export { FIRST_INCARNATION };
+export type { EventTransition, TransitionStatus };
 
 export type ChangeListener = (vms: readonly string[]) => void;
 
@@ -65,6 +66,7 @@ export class Engine {
   readonly #core: EngineCore;
   readonly #listeners = new Set<ChangeListener>();
   readonly #mutationListeners = new Set<() => void>();
+  readonly #transitionListeners = new Set<(transition: EventTransition) => void>();
   #mutated = false;
   #ticking = false;
 
@@ -91,6 +93,11 @@ export class Engine {
       schedule,
       markMutated: () => {
         this.#mutated = true;
+      },
+      transitioned: (event: EngineEvent, status: TransitionStatus, at: number) => {
+        if (this.#transitionListeners.size === 0) return;
+        const transition = { event, status, at };
+        for (const listener of this.#transitionListeners) listener(transition);
       },
     } as Partial<Mutable<EngineCore>> as Mutable<EngineCore>;
     core.documents = new Documents(core);
@@ -223,6 +230,15 @@ export class Engine {
   onMutation(listener: () => void): () => void {
     this.#mutationListeners.add(listener);
     return () => this.#mutationListeners.delete(listener);
+  }
+
+  /**
+   * Called at each status change of an event (Scheduled, Started, Completed, Canceled) as it happens,
+   * in order; not for events a reset drops or a restore brings back. The listener must not call the engine.
+   */
+  onEventTransition(listener: (transition: EventTransition) => void): () => void {
+    this.#transitionListeners.add(listener);
+    return () => this.#transitionListeners.delete(listener);
   }
 
   // ---- mutations -----------------------------------------------------------

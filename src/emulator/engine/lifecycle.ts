@@ -57,6 +57,7 @@ export class Lifecycle {
     };
     this.#core.operations.attach(operation, event, step);
     this.insert(event);
+    this.#core.transitioned(event, 'Scheduled', at);
     if (policy.startsAtOnce) this.#start(event, at, 'failure');
     else if (autoApproved(policy, members)) this.#start(event, at, 'policy');
     else this.#core.schedule.push(event.notBefore, event.id, 'start');
@@ -136,6 +137,7 @@ export class Lifecycle {
     const runningOperation = operations.eventLeft(event, cancelled);
     // No longer live, so nothing changes it from here on.
     history.recordEnded(event, at, cancelled, runningOperation);
+    this.#core.transitioned(event, cancelled ? 'Canceled' : 'Completed', at);
     // Completed before its impact was over (through the control API): the impact's effect is due now.
     if (!cancelled && event.status === 'Started' && this.impactEndsAt(event) > at)
       this.#affect(event, at, this.#policyOf(event)?.onImpactEnd);
@@ -219,6 +221,7 @@ export class Lifecycle {
     schedule.push(this.impactEndsAt(event), event.id, 'impact');
     schedule.push(event.endsAt, event.id, 'end');
     this.#core.documents.touch(event);
+    this.#core.transitioned(event, 'Started', at);
     this.#core.operations.eventStarted(event);
     this.#affect(event, at, this.#policyOf(event)?.onImpactStart);
   }

@@ -75,7 +75,7 @@ export function buildImdsServer(ctx: ImdsContext, options: ImdsServerOptions = {
   pinTickObjectShape();
   const identifier = new Identifier(engine.fleet);
   const callers = new Callers(engine, identifier, rateLimiter);
-  const tokens = new TokenIssuer();
+  const tokens = ctx.tokens ?? new TokenIssuer();
 
   const app = fastify({
     logger: (options.logger ?? false) as FastifyServerOptions['logger'],
