@@ -20,7 +20,15 @@ export interface ProcStat {
   pgid: number;
   /** Clock ticks after boot (field 22): with the pid, it names one process across pid reuse. */
   startTime: string;
+  /**
+   * The kernel's PF_EXITING flag (field 9): the process has begun to exit. It releases its memory,
+   * so /proc/PID/environ reads empty, before its state turns Z.
+   */
+  exiting: boolean;
 }
+
+/** PF_EXITING in include/linux/sched.h: set by do_exit() before the process lets go of its memory. */
+const PF_EXITING = 0x4;
 
 /** /proc/PID/stat, parsed; undefined without /proc or once the process is gone. */
 export function procStat(pid: number | 'self'): ProcStat | undefined {
@@ -30,17 +38,26 @@ export function procStat(pid: number | 'self'): ProcStat | undefined {
   } catch {
     return undefined;
   }
-  // The command name may hold spaces and parentheses: the fields start after the last ')'.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const ppid = Number(fields[1]);
-  const pgid = Number(fields[2]);
-  if (fields[0] === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid) || fields[19] === undefined) return undefined;
-  return { state: fields[0], ppid, pgid, startTime: fields[19] };
+  return parseProcStat(text);
 }
 
-/** Whether a state is that of a process that has ended (a zombie not yet reaped, or dead). */
+/** One /proc/PID/stat line, or undefined if it is not one. */
+export function parseProcStat(text: string): ProcStat | undefined {
+  // The command name may hold spaces and parentheses: the fields start after the last ')'.
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const fields = text.slice(close + 2).split(' ');
+  const ppid = Number(fields[1]);
+  const pgid = Number(fields[2]);
+  const flags = Number(fields[6]);
+  if (fields[0] === undefined || !Number.isInteger(ppid) || !Number.isInteger(pgid) || !Number.isInteger(flags) || fields[19] === undefined)
+    return undefined;
+  return { state: fields[0], ppid, pgid, startTime: fields[19].trim(), exiting: (flags & PF_EXITING) !== 0 };
+}
+
+/** Whether a process has ended: gone, a zombie not yet reaped, dead, or on its way out (PF_EXITING). */
 export function isEnded(stat: ProcStat | undefined): boolean {
-  return stat === undefined || stat.state === 'Z' || stat.state === 'X';
+  return stat === undefined || stat.state === 'Z' || stat.state === 'X' || stat.exiting;
 }
 
 /** The real user id a process runs as; undefined without /proc or once it is gone. */
