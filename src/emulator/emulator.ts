@@ -11,6 +11,7 @@ import { Timing } from './engine/timing.js';
 import { buildControlServer } from './control/server.js';
 import { IMPACT_NEEDS_TOKEN, ImpactController } from './impact/controller.js';
 import { FaultRegistry } from './imds/faults.js';
+import { EventGrid } from './eventgrid/event-grid.js';
 import { buildImdsServer } from './imds/server.js';
 import { TokenIssuer } from './imds/managed-identity.js';
 import { DEFAULT_RATE_LIMIT, RateLimiter } from './imds/rate-limit.js';
@@ -66,6 +67,7 @@ export class Emulator {
   #unsubscribe: (() => void) | undefined;
   #closing: Promise<void> | undefined;
   #impact!: ImpactController;
+  #eventGrid!: EventGrid;
 
   private constructor(
     readonly engine: Engine,
@@ -118,6 +120,8 @@ export class Emulator {
     // Real impact on processes bound to VMs; closed with the emulator, so no command it started outlives it.
     if (options.impact === true && (options.token === undefined || options.token === '')) throw new Error(IMPACT_NEEDS_TOKEN);
     const impact = new ImpactController(engine, { enabled: options.impact === true });
+    // Event Grid delivery, fed by the engine; [choice] its subscriptions and pending deliveries live in memory only.
+    const eventGrid = new EventGrid({ engine, faults });
     const control = buildControlServer(
       { engine, clock, faults, rateLimiter, token: options.token, allowHosts, durable, tokens },
       {
@@ -126,6 +130,7 @@ export class Emulator {
         ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
         ...(options.streamBufferBytes !== undefined ? { streamBufferBytes: options.streamBufferBytes } : {}),
         impact,
+        eventGrid,
       },
     );
     if (snapshot) {
@@ -142,6 +147,7 @@ export class Emulator {
       try {
         writer.start();
       } catch (err) {
+        eventGrid.close();
         await Promise.allSettled([imds.close(), control.close(), impact.close()]);
         throw new StateFileError(`${statePath}: cannot write the state file: ${(err as Error).message}`, statePath);
       }
@@ -149,8 +155,14 @@ export class Emulator {
     const emulator = new Emulator(engine, clock, faults, rateLimiter, imds, control, snapshot ? statePath : undefined, writer);
     emulator.#allowHosts = allowHosts;
     emulator.#impact = impact;
+    emulator.#eventGrid = eventGrid;
     emulator.#startTimer();
     return emulator;
+  }
+
+  /** Event Grid: webhook subscriptions and their deliveries. */
+  get eventGrid(): EventGrid {
+    return this.#eventGrid;
   }
 
   /** Real impact: the processes bound to VMs and what was done to them. */
@@ -179,6 +191,8 @@ export class Emulator {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#stopTimer();
+      // First: aborts webhook requests and handshakes, so a slow webhook holds up neither close nor a control request.
+      this.#eventGrid.close();
       this.#stateWriter?.flush();
       try {
         await Promise.all([this.imds.close(), this.control.close(), this.#impact.close()]);

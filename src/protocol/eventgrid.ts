@@ -104,6 +104,19 @@ export const AEG_SUBSCRIPTION_VALIDATION = 'SubscriptionValidation';
 /** [azure] Headers that say which delivery attempt this is, counted from 0. */
 export const AEG_DELIVERY_COUNT_HEADER = 'aeg-delivery-count';
 export const AEG_SUBSCRIPTION_NAME_HEADER = 'aeg-subscription-name';
+/** [azure] The envelope versions, sent as headers too (Event Grid schema). */
+export const AEG_DATA_VERSION_HEADER = 'aeg-data-version';
+export const AEG_METADATA_VERSION_HEADER = 'aeg-metadata-version';
+/** [azure] The validation event's own `dataVersion`, as Microsoft's samples show it. */
+export const VALIDATION_DATA_VERSION = '2';
+
+/**
+ * [azure] Content types of a delivery: the Event Grid schema is a JSON array; CloudEvents go one event
+ * in structured mode, or several in batched mode (CloudEvents' JSON format).
+ */
+export const EVENT_GRID_CONTENT_TYPE = 'application/json; charset=utf-8';
+export const CLOUDEVENT_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
+export const CLOUDEVENT_BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json; charset=utf-8';
 
 /** What a receiver learned from one scheduled-event notification, whichever schema carried it. */
 export interface ScheduledEventNotification {

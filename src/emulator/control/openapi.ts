@@ -172,7 +172,7 @@ export const ROUTES: readonly RouteDoc[] = [
   {
     method: 'POST',
     path: '/v1/faults',
-    summary: 'Inject a fault into IMDS answers',
+    summary: 'Inject a fault into IMDS answers, or duplicate Event Grid notifications',
     body: 'FaultBody',
     responses: { 201: 'FaultEnvelope', 400: 'Error', 404: 'Error' },
   },
@@ -249,6 +249,41 @@ export const ROUTES: readonly RouteDoc[] = [
     },
   },
   {
+    method: 'POST',
+    path: '/v1/eventgrid/subscriptions',
+    summary:
+      "Subscribe a webhook to every status change of the events of VMs whose scheduledEventsPolicy publishes to Event Grid, after Event Grid's validation handshake",
+    body: 'EventGridSubscriptionBody',
+    responses: {
+      201: 'EventGridSubscriptionEnvelope',
+      400: json('Error', 'A bad body, or a webhook that failed the validation handshake; the message says why'),
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/eventgrid/subscriptions',
+    summary: 'Every Event Grid subscription',
+    responses: { 200: 'EventGridSubscriptionList' },
+  },
+  {
+    method: 'GET',
+    path: '/v1/eventgrid/subscriptions/:id',
+    summary: 'One subscription, with its delivery counts',
+    responses: { 200: 'EventGridSubscriptionEnvelope', 404: 'Error' },
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/eventgrid/subscriptions/:id',
+    summary: 'Delete a subscription; what it had not delivered is dropped',
+    responses: { 200: 'EventGridSubscriptionEnvelope', 404: 'Error' },
+  },
+  {
+    method: 'GET',
+    path: '/v1/eventgrid/subscriptions/:id/deadletters',
+    summary: "The events a subscription dead-lettered, with Event Grid's dead-letter properties",
+    responses: { 200: 'EventGridDeadLetterList', 404: 'Error' },
+  },
+  {
     method: 'GET',
     path: '/v1/openapi.json',
     summary: 'This document',
@@ -262,7 +297,7 @@ const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request: the message names the field (and so does `field`, with `Prefer: error-field`)',
   401: 'Missing or wrong bearer token',
   403: 'Sent by another web page (Origin, Sec-Fetch-Site) or to a Host name that is neither loopback nor allowed (--allow-host); the message says which',
-  404: 'Unknown VM, host, tenant, event or route',
+  404: 'Unknown VM, host, tenant, event, subscription or route',
   405: 'The path does not take this method',
   409: 'Conflicts with the current state',
   413: `Body larger than ${BODY_LIMIT_TEXT}`,

@@ -26,6 +26,10 @@ import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, PROCESS_KINDS } from '../impa
 import { IMPACT_SIGNALS } from '../impact/signals.js';
 import type { ProcessView } from '../impact/controller.js';
 import { IMPACT_ACTIONS, PROCESS_STATUSES, type ImpactEntry } from '../impact/log.js';
+import { EVENT_GRID_SCHEMAS } from '../../protocol/eventgrid.js';
+import { DEFAULT_SCHEMA, SUBSCRIPTION_LIMITS, type SubscriptionSetting } from '../eventgrid/subscriptions.js';
+import type { SubscriptionView } from '../eventgrid/event-grid.js';
+import { DEAD_LETTER_LIMIT } from '../eventgrid/delivery.js';
 
 /** Every schema the OpenAPI document names, keyed by its component id. */
 export const registry = z.registry<{ id: string; description?: string }>();
@@ -90,12 +94,26 @@ export const FaultBody = z
     status: z.literal(FAULT_STATUSES).optional(),
     latencyMs: z.int().min(0).max(MAX_LATENCY_MS).optional(),
     drop: z.boolean().optional().meta({ description: 'Close the connection without answering' }),
-    count: z.int().min(1).optional().meta({ description: 'How many IMDS requests it affects; 1 when absent' }),
+    count: z
+      .int()
+      .min(1)
+      .optional()
+      .meta({ description: 'How many IMDS requests (or Event Grid notifications) it affects; 1 when absent' }),
+    duplicate: z.boolean().optional().meta({
+      description:
+        'Event Grid, not IMDS: publish the next `count` notifications (of events naming `vm`, if given) twice, with the same id. Alone: not with status, latencyMs or drop',
+    }),
   })
-  .refine((f) => f.status !== undefined || f.latencyMs !== undefined || f.drop === true, {
-    message: 'a fault needs at least one of "status", "latencyMs" or "drop": true',
+  .refine((f) => f.status !== undefined || f.latencyMs !== undefined || f.drop === true || f.duplicate === true, {
+    message: 'a fault needs at least one of "status", "latencyMs", "drop": true or "duplicate": true',
   })
-  .register(registry, { id: 'FaultBody', description: 'At least one of status, latencyMs or drop' });
+  .refine((f) => f.duplicate !== true || (f.status === undefined && f.latencyMs === undefined && f.drop === undefined), {
+    message: '"duplicate" is an Event Grid fault; it does not go with the IMDS faults "status", "latencyMs" or "drop"',
+  })
+  .register(registry, {
+    id: 'FaultBody',
+    description: 'At least one of status, latencyMs or drop (IMDS), or duplicate alone (Event Grid)',
+  });
 export type FaultBody = z.infer<typeof FaultBody>;
 
 const noNul = (s: string) => !s.includes('\0');
@@ -353,7 +371,8 @@ export const FaultResponse = z
     status: z.union([z.literal(FAULT_STATUSES), z.null()]),
     latencyMs: z.int(),
     drop: z.boolean(),
-    remaining: z.int().meta({ description: 'Requests it will still affect' }),
+    duplicate: z.boolean().meta({ description: 'An Event Grid duplicate fault' }),
+    remaining: z.int().meta({ description: 'Requests (or notifications) it will still affect' }),
   })
   .register(registry, { id: 'Fault' });
 export type FaultResponse = z.infer<typeof FaultResponse>;
@@ -423,6 +442,74 @@ export const StreamDocument = z
     z.object({ vm: z.string(), removed: z.literal(true) }),
   ])
   .register(registry, { id: 'StreamDocument', description: 'Data of a `document` event on /v1/stream' });
+
+// ---- Event Grid (docs/event-grid.md) -------------------------------------------------
+
+const setting = (key: SubscriptionSetting, description: string) => {
+  const { min, max, default: byDefault } = SUBSCRIPTION_LIMITS[key];
+  return z
+    .int()
+    .min(min)
+    .max(max)
+    .meta({ description: `${description}; ${min}–${max}, ${byDefault} by default` });
+};
+
+const WEBHOOK_PROTOCOLS = new Set(['http:', 'https:']);
+const webhookUrl = z
+  .string()
+  .max(4096)
+  .refine((s) => URL.canParse(s) && WEBHOOK_PROTOCOLS.has(new URL(s).protocol), 'must be an absolute http:// or https:// URL')
+  .meta({ description: 'The webhook; it must pass the validation handshake before the subscription exists' });
+
+export const EventGridSubscriptionBody = z
+  .strictObject({
+    endpoint: webhookUrl,
+    schema: z
+      .enum(EVENT_GRID_SCHEMAS)
+      .optional()
+      .meta({ description: `The delivery schema; ${DEFAULT_SCHEMA} by default. CloudEvents validate with an OPTIONS request` }),
+    maxEventsPerBatch: setting('maxEventsPerBatch', 'Most events in one delivery').optional(),
+    preferredBatchSizeInKilobytes: setting('preferredBatchSizeInKilobytes', 'Target ceiling of a batch, in KB').optional(),
+    maxDeliveryAttempts: setting('maxDeliveryAttempts', 'Tries before an event is dead-lettered').optional(),
+    eventTimeToLiveInMinutes: setting('eventTimeToLiveInMinutes', 'Minutes (scaled by --timing) an event is tried for').optional(),
+  })
+  .register(registry, { id: 'EventGridSubscriptionBody', description: 'A webhook subscription to scheduled events' });
+export type EventGridSubscriptionBody = z.infer<typeof EventGridSubscriptionBody>;
+
+export const EventGridSubscription = z
+  .object({
+    id: z.string().meta({ description: 'Also sent as aeg-subscription-name' }),
+    endpoint: z.string(),
+    schema: z.enum(EVENT_GRID_SCHEMAS),
+    maxEventsPerBatch: z.int(),
+    preferredBatchSizeInKilobytes: z.int(),
+    maxDeliveryAttempts: z.int(),
+    eventTimeToLiveInMinutes: z.int(),
+    createdAt: isoTime,
+    counts: z.object({
+      delivered: z.int().meta({ description: 'Events the webhook acknowledged (200–204)' }),
+      pending: z.int().meta({ description: 'Events waiting for a try or being sent' }),
+      retries: z.int().meta({ description: 'Tries after the first, made or scheduled' }),
+      deadLettered: z.int(),
+    }),
+  })
+  .register(registry, { id: 'EventGridSubscription' });
+export const EventGridSubscriptionList = z
+  .object({ subscriptions: z.array(EventGridSubscription) })
+  .register(registry, { id: 'EventGridSubscriptionList' });
+export const EventGridSubscriptionEnvelope = z
+  .object({ subscription: EventGridSubscription })
+  .register(registry, { id: 'EventGridSubscriptionEnvelope' });
+export const EventGridDeadLetterList = z
+  .object({
+    deadLetters: z.array(z.record(z.string(), z.unknown())).meta({
+      description:
+        `Oldest first, the last ${DEAD_LETTER_LIMIT}: each event as delivered, with deadLetterReason, deliveryAttempts, lastDeliveryOutcome, ` +
+        `lastHttpStatusCode (when answered), publishTime and lastDeliveryAttemptTime (lower case in CloudEvents)`,
+    }),
+  })
+  .register(registry, { id: 'EventGridDeadLetterList' });
+const _subscriptionMatchesService: Same<z.infer<typeof EventGridSubscription>, SubscriptionView> = true;
 
 // ---- scenarios (docs/scenarios.md) -------------------------------------------------
 

@@ -32,6 +32,8 @@ import { StreamHub } from './stream.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
 import { ImpactController } from '../impact/controller.js';
 import { registerImpactRoutes } from '../impact/routes.js';
+import { EventGrid } from '../eventgrid/event-grid.js';
+import { registerEventGridRoutes } from './eventgrid.js';
 
 export interface ControlServerOptions {
   logger?: boolean | object;
@@ -47,6 +49,8 @@ export interface ControlServerOptions {
   maxRequestVms?: number | undefined;
   /** Real impact on bound processes; the server makes (and closes) its own when none is given. */
   impact?: ImpactController | undefined;
+  /** Event Grid delivery; the server makes (and closes) its own when none is given. */
+  eventGrid?: EventGrid | undefined;
 }
 
 function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
@@ -180,6 +184,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   });
   // The emulator closes the controller it gave; one made here goes with the server.
   if (!options.impact) app.addHook('onClose', async () => impact.close());
+  const eventGrid = options.eventGrid ?? new EventGrid({ engine, faults });
+  if (!options.eventGrid) app.addHook('preClose', async () => eventGrid.close());
 
   app.setNotFoundHandler(async (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '';
@@ -343,6 +349,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     rateLimiter.reset();
     return { ok: true };
   });
+
+  registerEventGridRoutes(app, eventGrid);
 
   const scenarioRuns = registerScenarioRoutes(app, ctx, (topic) => hub.notify(topic), { maxRequestVms: options.maxRequestVms });
 

@@ -1,4 +1,5 @@
-// Faults injected into IMDS answers, so clients can be tested against IMDS's bad days.
+// Faults injected into IMDS answers, so clients can be tested against IMDS's bad days; and Event Grid's
+// duplicate notifications, so its consumers can be tested against at-least-once delivery.
 import { randomUUID } from 'node:crypto';
 
 export const FAULT_STATUSES = [410, 429, 500] as const;
@@ -13,6 +14,12 @@ export interface FaultSpec {
   drop?: boolean | undefined;
   /** How many requests it affects; [choice] 1 when absent. */
   count?: number | undefined;
+  /**
+   * Not an IMDS fault: the next `count` Event Grid notifications (of this VM's events, with `vm`) are
+   * published twice with the same id ([azure] "In rare cases the same notification might be broadcasted
+   * to the system topic multiple times … Both events have the same ID value").
+   */
+  duplicate?: boolean | undefined;
 }
 
 export interface Fault {
@@ -21,6 +28,7 @@ export interface Fault {
   status: FaultStatus | null;
   latencyMs: number;
   drop: boolean;
+  duplicate: boolean;
   remaining: number;
 }
 
@@ -45,6 +53,7 @@ export class FaultRegistry {
       status: spec.status ?? null,
       latencyMs: spec.latencyMs ?? 0,
       drop: spec.drop ?? false,
+      duplicate: spec.duplicate ?? false,
       remaining: spec.count ?? 1,
     };
     this.#faults.push(fault);
@@ -66,9 +75,17 @@ export class FaultRegistry {
     return this.#faults.length;
   }
 
-  /** Consumes one use of the oldest fault that applies to this VM, if any. */
+  /** Consumes one use of the oldest IMDS fault that applies to this VM, if any. */
   take(vm: string): Fault | undefined {
-    const i = this.#faults.findIndex((f) => f.vm === null || f.vm === vm);
+    return this.#use(this.#faults.findIndex((f) => !f.duplicate && (f.vm === null || f.vm === vm)));
+  }
+
+  /** Consumes one use of the oldest duplicate fault that applies to an event naming these VMs, if any. */
+  takeDuplicate(resources: readonly string[]): Fault | undefined {
+    return this.#use(this.#faults.findIndex((f) => f.duplicate && (f.vm === null || resources.includes(f.vm))));
+  }
+
+  #use(i: number): Fault | undefined {
     if (i < 0) return undefined;
     const fault = this.#faults[i]!;
     fault.remaining -= 1;

@@ -15,6 +15,7 @@ import {
 } from '../../../src/protocol/control.js';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../../src/protocol/types.js';
 import { API_VERSIONS } from '../../../src/protocol/versions.js';
+import { EVENT_GRID_SCHEMAS } from '../../../src/protocol/eventgrid.js';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import {
   ENDED_OUTCOMES,
@@ -88,6 +89,8 @@ const PLACES: readonly [string, readonly (string | number)[], readonly unknown[]
   ['Vm.orchestrationMode', prop('Vm', 'orchestrationMode'), ORCHESTRATION_MODES],
   ['OperationBody.type', prop('OperationBody', 'type'), OPERATION_TYPES],
   ['FaultBody.status', prop('FaultBody', 'status'), FAULT_STATUSES],
+  ['EventGridSubscriptionBody.schema', prop('EventGridSubscriptionBody', 'schema'), EVENT_GRID_SCHEMAS],
+  ['EventGridSubscription.schema', prop('EventGridSubscription', 'schema'), EVENT_GRID_SCHEMAS],
   ['Vm.tenantKind', prop('Vm', 'tenantKind'), TENANT_KINDS],
   ['Vm.evictionPolicy', prop('Vm', 'evictionPolicy'), EVICTION_POLICIES],
   ['Vm.powerState', prop('Vm', 'powerState'), POWER_STATES],
@@ -147,6 +150,7 @@ const DECLARED: readonly (readonly unknown[])[] = [
   PROCESS_STATUSES,
   IMPACT_ACTIONS,
   IMPACT_SIGNALS,
+  EVENT_GRID_SCHEMAS,
 ];
 
 /**

@@ -572,7 +572,10 @@ describe('faults', () => {
   test('POST adds a fault: 201; GET lists; DELETE clears', async () => {
     const res = await h.call('POST', '/v1/faults', { vm: 'vm0', status: 410, count: 2 });
     assert.equal(res.status, 201, res.text);
-    assert.deepEqual({ ...res.json.fault, id: 'x' }, { id: 'x', vm: 'vm0', status: 410, latencyMs: 0, drop: false, remaining: 2 });
+    assert.deepEqual(
+      { ...res.json.fault, id: 'x' },
+      { id: 'x', vm: 'vm0', status: 410, latencyMs: 0, drop: false, duplicate: false, remaining: 2 },
+    );
     assert.equal((await h.call('POST', '/v1/faults', { latencyMs: 250 })).status, 201);
     assert.equal((await h.call('POST', '/v1/faults', { drop: true })).status, 201);
     const list = await h.call('GET', '/v1/faults');
