@@ -13,7 +13,15 @@ test('docs/openapi.json is the description the control API serves', () => {
 test('the README lists every control API route', () => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
   for (const route of ROUTES) {
-    const path = route.path.replace(/:name/g, 'NAME').replace(/:id/g, 'ID');
+    // As SPEC §4 writes them: NAME, ID, and S, RG and TYPE in the ARM routes.
+    const names: Record<string, string> = {
+      subscriptionId: 'S',
+      resourceGroupName: 'RG',
+      resourceType: 'TYPE',
+      resourceName: 'NAME',
+      scheduledEventId: 'ID',
+    };
+    const path = route.path.replace(/:(\w+)/g, (_, p: string) => names[p] ?? p.toUpperCase());
     assert.ok(readme.includes(`${route.method} ${path}`), `README does not mention ${route.method} ${path}`);
   }
 });

@@ -61,6 +61,11 @@ const EXPECT: { command: string; output: RegExp; why: string }[] = [
     output: /"EventStatus":"Started"/,
     why: 'the manual-clock example: the Freeze has Started after the advance',
   },
+  {
+    command: '/scheduledevents/$EVENT_ID/acknowledge',
+    output: /^\{"value":"Successfully Approved"\}$/m,
+    why: 'the ARM example approves the event it triggered, as ARM answers (SPEC §4, Event Grid and ARM)',
+  },
   { command: 'npx forewarn approve C7061BAC', output: /^approved [0-9A-F-]{36}$/m, why: 'the approve example approves a live event' },
   {
     command: 'trigger spot-eviction',

@@ -95,3 +95,80 @@ export function armError(code: string, message: string): ArmErrorBody {
 export interface ScheduledEventIdList {
   value: string[];
 }
+
+/**
+ * [azure] The audiences ARM takes, in the order its InvalidAuthenticationTokenAudience message lists them
+ * (quoted in Azure-Samples/active-directory-dotnetcore-daemon-v2#145 and hashicorp/go-azure-helpers#51).
+ * @azure/identity asks IMDS for `https://management.azure.com` when given the scope
+ * `https://management.azure.com/.default` (it drops `/.default`), the CLI for `https://management.core.windows.net/`.
+ */
+export const ARM_AUDIENCES: readonly string[] = Object.freeze([
+  'https://management.core.windows.net/',
+  'https://management.core.windows.net',
+  'https://management.azure.com/',
+  'https://management.azure.com',
+]);
+
+/**
+ * [azure] ARM's answers to a request it cannot authenticate, each as Azure sends it: a missing header
+ * (hashicorp/terraform-provider-azurerm#3612), one that is not `Bearer <token>` (Azure/azure-sdk-for-python#4124),
+ * a token it cannot read (Azure/azure-powershell#27882), one for another audience, one that has expired
+ * (microsoft/vscode-azureappservice#2483, with .NET's en-US times).
+ */
+export const ARM_AUTH_ERRORS = {
+  missingHeader: () => armError('AuthenticationFailed', "Authentication failed. The 'Authorization' header is missing."),
+  invalidHeader: () =>
+    armError('AuthenticationFailedInvalidHeader', "Authentication failed. The 'Authorization' header is provided in an invalid format."),
+  invalidToken: () => armError('InvalidAuthenticationToken', 'The access token is invalid.'),
+  wrongAudience: (audience: string) =>
+    armError(
+      'InvalidAuthenticationTokenAudience',
+      `The access token has been obtained for wrong audience or resource '${audience}'. ` +
+        `It should exactly match with one of the allowed audiences ${ARM_AUDIENCES.map((a) => `'${a}'`).join(',')}.`,
+    ),
+  expired: (expiresAt: number, now: number) =>
+    armError(
+      'ExpiredAuthenticationToken',
+      `The access token expiry UTC time '${dotNetUtc(expiresAt)}' is earlier than current UTC time '${dotNetUtc(now)}'.`,
+    ),
+} as const;
+
+/** A time as .NET's en-US DateTime.ToString() writes it, which ARM's messages use: `5/14/2023 4:22:51 PM`. */
+export function dotNetUtc(ms: number): string {
+  const d = new Date(ms);
+  const h = d.getUTCHours();
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return (
+    `${d.getUTCMonth() + 1}/${d.getUTCDate()}/${d.getUTCFullYear()} ` +
+    `${h % 12 === 0 ? 12 : h % 12}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} ${h < 12 ? 'AM' : 'PM'}`
+  );
+}
+
+/**
+ * [azure] ARM's answers to a bad api-version: none at all (MicrosoftDocs/feedback#2279), or one the
+ * resource provider does not serve (`NoRegisteredProviderFound`, as for provider routes in Azure/azure-cli#28496).
+ * [choice] The Maintenance provider's scheduledevents are not tied to a region: the location is named `global`.
+ */
+export const ARM_API_VERSION_ERRORS = {
+  missing: () => armError('MissingApiVersionParameter', 'The api-version query parameter (?api-version=) is required for all requests.'),
+  unsupported: (version: string) =>
+    armError(
+      'NoRegisteredProviderFound',
+      `No registered resource provider found for location 'global' and API version '${version}' for type 'scheduledevents'. ` +
+        `The supported api-versions are '${ARM_ACKNOWLEDGE_API_VERSIONS.join(', ')}'. The supported locations are 'global'.`,
+    ),
+} as const;
+
+/** [azure] ARM's 404 for a resource that does not exist (its message form, with the link it adds). */
+export function armResourceNotFound(resourceType: string, name: string, resourceGroup: string) {
+  return armError(
+    'ResourceNotFound',
+    `The Resource '${resourceType}/${name}' under resource group '${resourceGroup}' was not found. ` +
+      'For more details please go to https://aka.ms/ARMResourceNotFoundFix',
+  );
+}
+
+/** [azure] ARM's 405 (Azure/azure-powershell#9709). */
+export function armMethodNotAllowed(method: string, url: string) {
+  return armError('MethodNotAllowed', `The HTTP method '${method}' is not supported on the resource '${url}'.`);
+}

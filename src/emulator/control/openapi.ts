@@ -7,6 +7,7 @@ import { registry, STREAM_INCLUDES } from './schemas.js';
 import { DEFAULT_MAX_STREAMS, DEFAULT_STREAM_BUFFER_KIB } from './stream.js';
 import { MAX_FLEET_VMS } from '../fleet/file.js';
 import { BODY_LIMIT_TEXT } from '../http/limits.js';
+import { ARM_ROUTES } from './arm-openapi.js';
 
 type Json = Record<string, unknown>;
 
@@ -20,6 +21,12 @@ export interface RouteDoc {
   /** Status → component id, or a ready-made OpenAPI response object. */
   responses: Record<number, string | Json>;
   query?: Json[];
+  /** Schemas of path parameters that are not any string. */
+  params?: Record<string, Json>;
+  /** Set where the generated one would be unwieldy (the ARM routes). */
+  operationId?: string;
+  /** `arm`: ARM's error body on every error, and a bearer token always required (control/arm.ts). */
+  errors?: 'arm';
 }
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -289,6 +296,7 @@ export const ROUTES: readonly RouteDoc[] = [
     summary: 'This document',
     responses: { 200: { description: 'OpenAPI 3.1', content: { 'application/json': { schema: { type: 'object' } } } } },
   },
+  ...ARM_ROUTES,
 ];
 
 const STATUS_TEXT: Record<number, string> = {
@@ -331,39 +339,46 @@ function componentSchemas(): Record<string, Json> {
 }
 
 function operation(route: RouteDoc, secured: boolean, durable: boolean): Json {
+  const arm = route.errors === 'arm';
+  const errorId = arm ? 'ArmError' : 'Error';
   const responses: Record<string, Json> = {};
   for (const [status, r] of Object.entries(route.responses)) {
     responses[status] = typeof r === 'string' ? json(r, STATUS_TEXT[Number(status)] ?? 'Response') : r;
   }
   if (route.body !== undefined) {
-    responses['400'] ??= json('Error', STATUS_TEXT[400]!);
+    responses['400'] ??= json(errorId, STATUS_TEXT[400]!);
     // A route may say more (POST /v1/scenarios: the fleet size limit too).
-    responses['413'] ??= json('Error', STATUS_TEXT[413]!);
-    responses['415'] = json('Error', STATUS_TEXT[415]!);
+    responses['413'] ??= json(errorId, STATUS_TEXT[413]!);
+    responses['415'] = json(errorId, STATUS_TEXT[415]!);
   }
   // With a state file a change is answered once saved; a failed save turns its success into 503.
-  if (durable && (route.method === 'POST' || route.method === 'DELETE')) responses['503'] ??= json('Error', STATUS_TEXT[503]!);
-  if (secured) responses['401'] = json('Error', STATUS_TEXT[401]!);
+  if (durable && (route.method === 'POST' || route.method === 'DELETE')) responses['503'] ??= json(errorId, STATUS_TEXT[503]!);
+  // The ARM routes always take a token of their own (their 401 is in their responses), so the guard never answers them.
+  if (arm) responses['401'] ??= json(errorId, STATUS_TEXT[401]!);
+  else if (secured) responses['401'] = json('Error', STATUS_TEXT[401]!);
   // Without a token the request guard answers instead; with one, the token decides. A route's own 403 says both.
   else responses['403'] ??= json('Error', STATUS_TEXT[403]!);
   const params = [...route.path.matchAll(/:([A-Za-z_]\w*)/g)].map((m) => ({
     name: m[1],
     in: 'path',
     required: true,
-    schema: { type: 'string' },
+    schema: route.params?.[m[1]!] ?? { type: 'string' },
   }));
   const parameters = [...params, ...(route.query ?? [])];
   return {
     summary: route.summary,
-    operationId: `${route.method.toLowerCase()}${toOpenApiPath(route.path)
-      .replace(/[{}]/g, '')
-      .split(/[/.-]/)
-      .filter((s) => s !== '' && s !== 'v1')
-      .map((s) => s[0]!.toUpperCase() + s.slice(1))
-      .join('')}`,
+    operationId:
+      route.operationId ??
+      `${route.method.toLowerCase()}${toOpenApiPath(route.path)
+        .replace(/[{}]/g, '')
+        .split(/[/.-]/)
+        .filter((s) => s !== '' && s !== 'v1')
+        .map((s) => s[0]!.toUpperCase() + s.slice(1))
+        .join('')}`,
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.body !== undefined ? { requestBody: { required: true, content: { 'application/json': { schema: ref(route.body) } } } } : {}),
     responses,
+    ...(arm ? { security: [{ bearer: [] }] } : {}),
   };
 }
 
@@ -396,7 +411,9 @@ export function buildOpenApiDocument(options: { secured?: boolean; durable?: boo
         'Every error is {"error": "..."}; a request sent with `Prefer: error-field` also gets "field" when one request field or query parameter ' +
         'is at fault (a path such as "notBefore", "vms[1]" or "scenario.steps[2].at"). An unknown route gets 404 and a known path with the wrong method 405. ' +
         "Without a token, a request sent by another web page (an Origin other than the API's own, or Sec-Fetch-Site cross-site or same-site) " +
-        'or to a Host name that is neither loopback nor allowed with --allow-host gets 403; with a token, the token decides.',
+        'or to a Host name that is neither loopback nor allowed with --allow-host gets 403; with a token, the token decides. ' +
+        'The ARM routes under /subscriptions/ are the exception: they answer as Azure Resource Manager does, errors as ' +
+        '{"error": {"code": "...", "message": "..."}}, and always need a bearer token.',
     },
     paths,
     components: {

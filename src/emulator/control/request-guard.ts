@@ -179,6 +179,11 @@ export interface RequestGuardOptions {
   allowHosts: readonly string[];
   /** Requests a configured token decides on instead: the guard lets them through to the token check. */
   tokenDecides?: ((request: FastifyRequest) => boolean) | undefined;
+  /**
+   * Requests that always need a token of their own, whether the API has one or not (ARM's routes): the
+   * guard lets them through to that check, as it does when a token decides.
+   */
+  ownToken?: ((request: FastifyRequest) => boolean) | undefined;
 }
 
 /** Refuses, with 403 and a reason, requests from other web pages and under names that are not this machine's. */
@@ -191,7 +196,7 @@ export function registerRequestGuard(app: FastifyInstance, options: RequestGuard
     }
   });
   app.addHook('onRequest', async (request, reply) => {
-    if (options.tokenDecides?.(request)) return;
+    if (options.tokenDecides?.(request) || options.ownToken?.(request)) return;
     const why = refusal(factsOf(request), options.allowHosts, options.tokenDecides !== undefined);
     if (why === undefined) return;
     reply.code(403);

@@ -27,6 +27,7 @@ import {
   STREAM_INCLUDES,
 } from './schemas.js';
 import { registerScenarioRoutes } from './scenarios.js';
+import { isArmRequest, registerArmRoutes, routedUrl } from './arm.js';
 import { clockJson, endedJson, eventJson, fleetJson, operationJson, stepsJson, vmJson } from './presenters.js';
 import { StreamHub } from './stream.js';
 import { acknowledgeWhenDurable } from '../state/acknowledge.js';
@@ -98,6 +99,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
     forceCloseConnections: true,
     // What fastify and Node answer by themselves gets the API's own error shape too.
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    rewriteUrl: (request) => routedUrl(request.url ?? '/'),
     frameworkErrors: onControlFrameworkError,
     clientErrorHandler: onControlClientError,
     // fastify's own 503 while closing has its shape; the hook below answers instead.
@@ -158,6 +160,7 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   registerRequestGuard(app, {
     allowHosts: ctx.allowHosts ?? [],
     tokenDecides: tokenMatches === null ? undefined : (r) => !isDashboardRequest(r),
+    ownToken: isArmRequest,
   });
 
   if (tokenMatches !== null) {
@@ -372,6 +375,8 @@ export function buildControlServer(ctx: ControlContext, options: ControlServerOp
   });
 
   app.get('/v1/openapi.json', async () => openapi);
+
+  registerArmRoutes(app, ctx);
 
   registerDashboard(app, options.dashboardDir);
 

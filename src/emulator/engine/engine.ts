@@ -12,7 +12,7 @@ import { invalid, notFound } from './errors.js';
 import { Fleet, vmToSpec, type Vm, type VmSpec } from './fleet.js';
 import { FleetKeeper } from './fleet-keeper.js';
 import { History } from './history.js';
-import { Lifecycle } from './lifecycle.js';
+import { Lifecycle, type ApprovalChannel, type EventLookup } from './lifecycle.js';
 import { LiveEvents } from './live-events.js';
 import type {
   DocumentState,
@@ -35,7 +35,7 @@ import type { DeletedVm, VmState } from './vm-state.js';
 
 export * from './model.js';
 export { FIRST_INCARNATION };
-export type { EventTransition, TransitionStatus };
+export type { ApprovalChannel, EventLookup, EventTransition, TransitionStatus };
 
 export type ChangeListener = (vms: readonly string[]) => void;
 
@@ -296,12 +296,21 @@ export class Engine {
    * An approval POSTed by `vmName`. All ids are checked before any takes effect.
    * [choice] An id the VM sees, or saw before it ended, is accepted and changes nothing
    * more if already Started or ended; an id never issued, or of an event the VM cannot
-   * see, is rejected.
+   * see, is rejected. `through: 'arm'` is ARM's acknowledge on the VM's behalf (see Lifecycle.approve).
    */
-  approve(vmName: string, ids: readonly string[]): void {
+  approve(vmName: string, ids: readonly string[], through: ApprovalChannel = 'imds'): void {
     this.tick();
-    this.#core.lifecycle.approve(this.fleet.get(vmName), ids, this.now());
+    this.#core.lifecycle.approve(this.fleet.get(vmName), ids, this.now(), through);
     this.#commit();
+  }
+
+  /** What is known of an event now: live (a copy), ended (how, and which VMs it named), or nothing. */
+  lookup(id: string): EventLookup | undefined {
+    this.tick();
+    const live = this.#core.live.get(id.toUpperCase());
+    if (live) return { live: cloneEvent(live) };
+    const ended = this.#core.history.ended.get(id.toUpperCase());
+    return ended ? { ended: { resources: [...ended.resources], cancelled: ended.cancelled } } : undefined;
   }
 
   cancel(id: string): EngineEvent {

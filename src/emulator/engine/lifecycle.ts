@@ -15,6 +15,12 @@ import { STATE_WHILE_STARTED, type VmState } from './vm-state.js';
 /** The schedule's entries that an event's lifecycle owns. */
 export type EventDue = Due & { kind: 'start' | 'impact' | 'end' };
 
+/** Where an approval came from: a VM's POST to IMDS, or ARM's acknowledge on its behalf. */
+export type ApprovalChannel = 'imds' | 'arm';
+
+/** What the engine knows of an event id: the live event, or how an ended one ended and which VMs it named. */
+export type EventLookup = { live: EngineEvent } | { ended: { resources: string[]; cancelled: boolean } };
+
 export class Lifecycle {
   /** Events created since the engine started: a figure for benchmarks and metrics. */
   created = 0;
@@ -90,14 +96,17 @@ export class Lifecycle {
    * more if already Started or ended; an id never issued, or of an event the VM cannot
    * see, is rejected.
    */
-  approve(vm: Vm, ids: readonly string[], now: number): void {
+  approve(vm: Vm, ids: readonly string[], now: number, through: ApprovalChannel = 'imds'): void {
     const { live, history, documents } = this.#core;
     const toApprove: EngineEvent[] = [];
     for (const raw of ids) {
       const id = raw.toUpperCase();
       const known = live.get(id) ?? history.ended.get(id);
       if (!known) throw invalid(`unknown EventId (never issued, or ended longer ago than the emulator keeps: --history-limit): ${raw}`);
-      if (!documents.visible(vm, known)) throw invalid(`EventId ${raw} is not an event that VM '${vm.name}' can see`);
+      // [choice] ARM acknowledges for the resource, from outside the VM: an event of the VM's tenant counts whether or
+      // not the VM shows it in its document now (Scheduled Events not yet enabled by a first request, VM deallocated).
+      const mayApprove = through === 'arm' ? known.tenant === vm.tenant : documents.visible(vm, known);
+      if (!mayApprove) throw invalid(`EventId ${raw} is not an event that VM '${vm.name}' can see`);
       const event = live.get(id);
       if (event) toApprove.push(event);
     }

@@ -1,7 +1,7 @@
 // /metadata/identity/oauth2/token: an access token for the VM's managed identity, as IMDS hands one out,
 // so @azure/identity's ManagedIdentityCredential works against the emulator and Azurite (--oauth basic) takes
 // the token. The request rules all IMDS paths share (X-Forwarded-For, the VM, rate limit, faults) stay in server.ts.
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { checkInstanceApiVersion } from '../../protocol/versions.js';
 import { wallClock } from '../../shared/clock.js';
 import type { Vm } from '../engine/fleet.js';
@@ -95,6 +95,13 @@ export function pickIdentity(vm: Vm, query: Query): ManagedIdentity | undefined 
 
 export type TokenAnswer = { status: 200 | 400; body: string };
 
+/** What verify() makes of a token: its claims, or why it is refused (`expiredAt` in ms for an expired one). */
+export type TokenCheck =
+  | { ok: true; claims: Record<string, unknown> }
+  | { ok: false; reason: 'invalid' }
+  | { ok: false; reason: 'expired'; expiredAt: number; now: number }
+  | { ok: false; reason: 'not-yet-valid' };
+
 /**
  * Signs tokens with a key of its own, made at start. [choice] HS256 with a random per-emulator key rather
  * than Entra ID's RS256: nothing outside the emulator can verify either, and Azurite's basic OAuth reads the
@@ -158,11 +165,45 @@ export class TokenIssuer {
     };
   }
 
+  /**
+   * Checks a token this issuer signed: a compact JWS with header alg HS256, its signature under this key,
+   * and `exp`/`nbf` (seconds) against the issuer's clock. The audience is the caller's to judge.
+   */
+  verify(token: string): TokenCheck {
+    const parts = token.split('.');
+    if (parts.length !== 3) return INVALID;
+    const [header, payload, signature] = parts as [string, string, string];
+    const expected = createHmac('sha256', this.#key).update(`${header}.${payload}`).digest();
+    const given = Buffer.from(signature, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return INVALID;
+    const head = parseJson(header);
+    const claims = parseJson(payload);
+    if (head?.alg !== 'HS256' || claims === undefined) return INVALID;
+    const now = this.#now();
+    const { exp, nbf } = claims;
+    if (typeof exp !== 'number' || (nbf !== undefined && typeof nbf !== 'number')) return INVALID;
+    if (exp * 1000 <= now) return { ok: false, reason: 'expired', expiredAt: exp * 1000, now };
+    if (typeof nbf === 'number' && nbf * 1000 > now) return { ok: false, reason: 'not-yet-valid' };
+    return { ok: true, claims };
+  }
+
   /** A compact JWS (HS256) of `claims`. */
   sign(claims: object): string {
     const header = base64url({ typ: 'JWT', alg: 'HS256' });
     const input = `${header}.${base64url(claims)}`;
     return `${input}.${createHmac('sha256', this.#key).update(input).digest('base64url')}`;
+  }
+}
+
+const INVALID: TokenCheck = { ok: false, reason: 'invalid' };
+
+/** A base64url JSON object, or undefined when the text is not one. */
+function parseJson(part: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }
 

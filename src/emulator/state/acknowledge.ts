@@ -13,6 +13,8 @@ export function acknowledgeWhenDurable(
   app: FastifyInstance,
   durable: Durable | undefined,
   changes: (request: FastifyRequest) => boolean,
+  /** The 503's body in the surface's own error shape; `{"error": message}` by default. */
+  failureBody: (message: string) => unknown = (message) => ({ error: message }),
 ): void {
   if (!durable) return;
   app.addHook('onSend', async (request, reply, payload) => {
@@ -22,7 +24,7 @@ export function acknowledgeWhenDurable(
       return payload;
     } catch (err) {
       if (reply.statusCode >= 400) return payload;
-      const body = JSON.stringify({ error: (err as Error).message });
+      const body = JSON.stringify(failureBody((err as Error).message));
       reply.removeHeader('location');
       reply.code(503).header('content-type', 'application/json; charset=utf-8').header('content-length', Buffer.byteLength(body));
       return body;

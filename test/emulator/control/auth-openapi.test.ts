@@ -144,7 +144,9 @@ describe('OpenAPI document', () => {
         assert.ok(Object.keys(op.responses).length > 0, `${method} ${path} has no responses`);
         for (const [status, r] of Object.entries(op.responses)) {
           if (status.startsWith('4') && !(path.endsWith('/document') && status === '400')) {
-            assert.equal(r.content?.['application/json']?.schema.$ref, '#/components/schemas/Error', `${method} ${path} ${status}`);
+            // The ARM routes answer as ARM does (SPEC §4, Event Grid and ARM).
+            const shape = path.startsWith('/subscriptions/') ? 'ArmError' : 'Error';
+            assert.equal(r.content?.['application/json']?.schema.$ref, `#/components/schemas/${shape}`, `${method} ${path} ${status}`);
           }
         }
       }

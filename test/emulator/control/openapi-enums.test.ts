@@ -16,6 +16,7 @@ import {
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../../src/protocol/types.js';
 import { API_VERSIONS } from '../../../src/protocol/versions.js';
 import { EVENT_GRID_SCHEMAS } from '../../../src/protocol/eventgrid.js';
+import { ARM_ACKNOWLEDGE_API_VERSIONS, ARM_COMPUTE_TYPES } from '../../../src/protocol/arm.js';
 import { buildControlServer } from '../../../src/emulator/control/server.js';
 import {
   ENDED_OUTCOMES,
@@ -75,6 +76,9 @@ function at(path: readonly (string | number)[]): unknown {
 const schema = (...path: (string | number)[]) => ['components', 'schemas', ...path];
 const prop = (id: string, ...path: (string | number)[]) => schema(id, 'properties', ...path, 'enum');
 
+const ARM_LIST =
+  '/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}/providers/microsoft.compute/{resourceType}/{resourceName}/providers/microsoft.maintenance/scheduledevents';
+
 // Where each declared list shows in the document; the same list in the same order.
 const PLACES: readonly [string, readonly (string | number)[], readonly unknown[]][] = [
   ['api-version of the document route', ['paths', '/v1/vms/{name}/document', 'get', 'parameters', 1, 'schema', 'enum'], API_VERSIONS],
@@ -116,11 +120,15 @@ const PLACES: readonly [string, readonly (string | number)[], readonly unknown[]
   ['Process.status', prop('Process', 'status'), PROCESS_STATUSES],
   ['ImpactEntry.action', prop('ImpactEntry', 'action'), IMPACT_ACTIONS],
   ['ImpactEntry.signal', [...schema('ImpactEntry', 'properties', 'signal', 'anyOf', 0), 'enum'], IMPACT_SIGNALS],
+  ['resourceType of the ARM list route', ['paths', ARM_LIST, 'post', 'parameters', 2, 'schema', 'enum'], ARM_COMPUTE_TYPES],
+  ['api-version of the ARM list route', ['paths', ARM_LIST, 'post', 'parameters', 4, 'schema', 'enum'], ARM_ACKNOWLEDGE_API_VERSIONS],
 ];
 
 /** Every list the document may take an enum from; an enum equal to none of them was typed out somewhere. */
 const DECLARED: readonly (readonly unknown[])[] = [
   API_VERSIONS,
+  ARM_COMPUTE_TYPES,
+  ARM_ACKNOWLEDGE_API_VERSIONS,
   OPERATION_STATUSES,
   TENANT_KINDS,
   PRIORITIES,
