@@ -27,10 +27,14 @@ const sameName = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
  */
 export function vmsOfResource(engine: Engine, target: ScheduledEventResourceId): Vm[] {
   const wanted = parentArmId(target);
-  const vms = [...engine.fleet.vms.values()].filter((vm) => {
+  const matches = (vm: Vm) => {
     const ids = armIdsOf(vm);
     return sameName(target.resourceType === 'virtualMachines' ? ids.resourceId : ids.scaleSetId, wanted);
-  });
+  };
+  // A VM named as it is written is found without reading the whole fleet; other cases of its name are not.
+  const named = target.resourceType === 'virtualMachines' ? engine.fleet.vms.get(target.resourceName) : undefined;
+  if (named !== undefined && matches(named)) return [named];
+  const vms = [...engine.fleet.vms.values()].filter(matches);
   if (vms.length > 0) return vms;
   throw new ArmHttpError(404, armResourceNotFound(`Microsoft.Compute/${target.resourceType}`, target.resourceName, target.resourceGroup));
 }
