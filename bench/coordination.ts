@@ -76,6 +76,8 @@ const COSTS: Record<StoreBackend, Costs> = {
   // a HEAD per slot; + lease acquire, set metadata; HEAD, set metadata, lease release; put or delete blob;
   // lease renew, HEAD, set metadata; two lists. Nothing runs in the background.
   'azure-blob': { miss: 1, hitExtra: 2, release: 3, mark: 1, renew: 3, members: 2, firstLease: 0, keepAlivePerSecond: () => 0 },
+  // The controller's in-process store: no request at all.
+  memory: { miss: 0, hitExtra: 0, release: 0, mark: 0, renew: 0, members: 0, firstLease: 0, keepAlivePerSecond: () => 0 },
 };
 
 /** Counts by kind: requests the server saw, or store calls the agents made. */

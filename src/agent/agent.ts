@@ -19,8 +19,9 @@ import type { KubeApi } from './kubernetes/api.js';
 import type { KubernetesRuntime } from './kubernetes/runtime.js';
 import type { Logger } from './logger.js';
 import { AgentMetrics } from './metrics.js';
+import type { EventMonitor } from './monitor.js';
 import { EventRunner } from './runner.js';
-import type { RunAction } from './runner-context.js';
+import type { ApprovalSender, RunAction } from './runner-context.js';
 import type { AgentServices } from './services.js';
 import { sharedApprovalRisks } from './shared-approval.js';
 import { startStatusServer, type StatusServer } from './server.js';
@@ -29,6 +30,20 @@ import type { AgentConfig } from './types.js';
 export { actionStep, type ActionStep } from './action-phase.js';
 export { outcomeWhileAway } from './imds-monitor.js';
 export { eventFromEntry } from './journal.js';
+
+/**
+ * Where events come from and approvals go instead of this VM's IMDS: the controller's Event Grid
+ * feed (eventgrid/). The agent then acts for every VM an event names (RunnerServices.forEveryVm).
+ */
+export interface EventFeed {
+  /** The controller's name: its vmName in logs, in actions (FOREWARN_VM_NAME) and in a fleet store. */
+  name: string;
+  /** Built once start-up is over, from the agent's parts. */
+  monitor(services: AgentServices & { durable: DurableJournal }): EventMonitor;
+  approvals: ApprovalSender;
+  /** /readyz's answer, the journal apart. */
+  readiness(): { ready: boolean; reason: string };
+}
 
 export interface AgentOptions {
   config: AgentConfig;
@@ -53,6 +68,8 @@ export interface AgentOptions {
   env?: NodeJS.ProcessEnv;
   /** The fleet store for `budget`; default: the one its backend names. */
   fleetStore?: FleetStore;
+  /** Events from elsewhere than IMDS (the controller); default: this VM's IMDS, polled. */
+  feed?: EventFeed;
 }
 
 /**
@@ -85,6 +102,7 @@ export class Agent {
   /** Set at start when a rule has a kubernetes action. */
   #kubernetes: KubernetesRuntime | null = null;
   readonly #fleetStore: FleetStore | undefined;
+  readonly #feed: EventFeed | null;
   /** Set at start when the config has a `budget`. */
   #fleet: FleetCoordinator | null = null;
   /** Set once start-up is over: what is done about each event. */
@@ -112,6 +130,7 @@ export class Agent {
     this.#kubeApi = options.kubeApi;
     this.#env = options.env ?? process.env;
     this.#fleetStore = options.fleetStore;
+    this.#feed = options.feed ?? null;
     this.#imds = imdsAccess({
       client: options.client,
       config: this.config,
@@ -119,7 +138,7 @@ export class Agent {
       now: this.#now,
       stopped: this.#stop.signal,
     });
-    this.metrics.health = () => this.#imds.client.health;
+    if (this.#feed === null) this.metrics.health = () => this.#imds.client.health;
     this.#services = {
       log: this.#log,
       metrics: this.metrics,
@@ -182,7 +201,10 @@ export class Agent {
     };
     this.#stop.signal.addEventListener('abort', onStop, { once: true });
     try {
-      for (const risk of sharedApprovalRisks(this.config.rules, this.config.budget)) this.#log.warn({ rule: risk.rule }, risk.message);
+      // A controller's own preparation covers every VM an event names: no VM is left preparing.
+      if (this.#feed === null) {
+        for (const risk of sharedApprovalRisks(this.config.rules, this.config.budget)) this.#log.warn({ rule: risk.rule }, risk.message);
+      }
       this.#openJournal();
       await this.#startServer();
       if (!this.#stop.signal.aborted) await this.#resolveName();
@@ -207,8 +229,9 @@ export class Agent {
     }
   }
 
-  /** Where events come from: IMDS, polled. */
-  #monitor(): ImdsMonitor {
+  /** Where events come from: IMDS, polled, or the feed. */
+  #monitor(): EventMonitor {
+    if (this.#feed !== null) return this.#feed.monitor({ ...this.#services, durable: this.#durableJournal });
     return new ImdsMonitor({
       ...this.#services,
       client: this.#imds.client,
@@ -229,7 +252,8 @@ export class Agent {
       runAction: this.#runAction,
       kubernetes: this.#kubernetes,
       fleet: this.#fleet,
-      approvals: imdsApprovals(this.#imds),
+      approvals: this.#feed?.approvals ?? imdsApprovals(this.#imds),
+      forEveryVm: this.#feed !== null,
     });
     return this.#runner;
   }
@@ -268,6 +292,7 @@ export class Agent {
       listen: this.config.listen,
       metrics: this.metrics,
       health: () => this.#imds.client.health,
+      ...(this.#feed !== null ? { ready: () => this.#feed!.readiness() } : {}),
       readyWithinSeconds: this.config.readyWithinSeconds,
       notReady: () => this.notReady(),
     });
@@ -277,6 +302,11 @@ export class Agent {
 
   /** IMDS may be down at boot: keep asking rather than exit and crash-loop. */
   async #resolveName(): Promise<void> {
+    if (this.#feed !== null) {
+      this.#vmName = this.#feed.name;
+      this.#log.info({ name: this.#vmName, dryRun: this.dryRun }, 'controller started');
+      return;
+    }
     const client = this.#imds.client;
     for (let failures = 0; ; failures++) {
       try {
@@ -300,6 +330,8 @@ export class Agent {
   }
 
   async #startKubernetes(): Promise<void> {
+    // The controller's config refuses kubernetes actions: its steps act on the node the agent runs on.
+    if (this.#feed !== null) return;
     const started = await startKubernetes(this.#integrationContext(), {
       api: this.#kubeApi,
       client: this.#imds.client,
@@ -311,7 +343,7 @@ export class Agent {
   }
 
   async #startFleet(): Promise<void> {
-    this.#fleet = await startFleet(this.#integrationContext(), this.#fleetStore);
+    this.#fleet = await startFleet(this.#integrationContext(), this.#fleetStore, this.#feed !== null ? 'per-event' : 'per-vm');
   }
 
   /** Background work the agent waits for when it stops. */

@@ -46,7 +46,8 @@ export class Approval {
         vmName: c.vmName,
         firstSeenAt,
         now: c.now(),
-        barrier: kubeBarrier || (c.fleet !== null && usesFleetBarrier(rule, c.config.budget)),
+        // A controller's own preparation covered every VM the event names: nothing to wait for.
+        barrier: c.forEveryVm !== true && (kubeBarrier || (c.fleet !== null && usesFleetBarrier(rule, c.config.budget))),
       });
       if (decision.kind === 'skip') {
         log.info({ reason: decision.reason }, 'not approving');

@@ -76,7 +76,7 @@ export function compileDescription(pattern: string): RegExp {
 }
 
 // Messages say what is wanted, not zod's internals; a missing required key says so.
-const want = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? MISSING : `expected ${what}`);
+export const want = (what: string) => (issue: { input?: unknown }) => (issue.input === undefined ? MISSING : `expected ${what}`);
 const num = (what: string) => z.number({ error: want(what) });
 const secondsBetween = (min: number, max: number) =>
   num('a number of seconds')
@@ -90,7 +90,7 @@ const count = z
   .int({ error: want('a whole number') })
   .min(0, { error: 'must be 0 or more' })
   .max(100, { error: 'must be at most 100' });
-const name = z.string({ error: want('a string') }).min(1, { error: 'must not be empty' });
+export const name = z.string({ error: want('a string') }).min(1, { error: 'must not be empty' });
 const stringMap = nameRecord(z.string({ error: want('a string (quote numbers and booleans)') }), 'a mapping of names to strings');
 
 const withEnvRefs = (schema: z.ZodString) =>
@@ -305,34 +305,59 @@ const budgetCommon = {
   minPrepareSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.budget.minPrepareSeconds),
   marginSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.budget.marginSeconds),
 };
-const BudgetSchema = z.discriminatedUnion(
-  'backend',
-  [
-    z.strictObject({
-      backend: z.literal('etcd'),
-      // [choice] No client certificates or etcd auth yet: an https endpoint would fail at the first call, so it fails here.
-      endpoints: z
-        .array(
-          storeUrl.superRefine((url, ctx) => {
-            if (url.startsWith('https:'))
-              ctx.addIssue({ code: 'custom', message: 'expected an http:// endpoint: TLS to etcd is not supported yet' });
-          }),
-          { error: want('a list of etcd client URLs') },
-        )
-        .min(1, { error: 'name at least one etcd endpoint' }),
-      ...budgetCommon,
+/** The agent's budget backends; the controller adds its own `memory` to them (eventgrid/controller-config.ts). */
+export const BUDGET_BACKENDS = [
+  z.strictObject({
+    backend: z.literal('etcd'),
+    // [choice] No client certificates or etcd auth yet: an https endpoint would fail at the first call, so it fails here.
+    endpoints: z
+      .array(
+        storeUrl.superRefine((url, ctx) => {
+          if (url.startsWith('https:'))
+            ctx.addIssue({ code: 'custom', message: 'expected an http:// endpoint: TLS to etcd is not supported yet' });
+        }),
+        { error: want('a list of etcd client URLs') },
+      )
+      .min(1, { error: 'name at least one etcd endpoint' }),
+    ...budgetCommon,
+  }),
+  z.strictObject({
+    backend: z.literal('azure-blob'),
+    containerUrl: storeUrl.superRefine((url, ctx) => {
+      if (/[?#]/.test(url)) ctx.addIssue({ code: 'custom', message: 'no query string: a SAS token does not belong in the config file' });
     }),
-    z.strictObject({
-      backend: z.literal('azure-blob'),
-      containerUrl: storeUrl.superRefine((url, ctx) => {
-        if (/[?#]/.test(url)) ctx.addIssue({ code: 'custom', message: 'no query string: a SAS token does not belong in the config file' });
-      }),
-      clientId: name.nullable().optional(),
-      ...budgetCommon,
-    }),
-  ],
-  { error: want('a mapping with backend etcd or azure-blob') },
-);
+    clientId: name.nullable().optional(),
+    ...budgetCommon,
+  }),
+] as const;
+const BudgetSchema = z.discriminatedUnion('backend', BUDGET_BACKENDS, { error: want('a mapping with backend etcd or azure-blob') });
+/** What the agent and the controller share: the fields of `budget` every backend has. */
+export const BUDGET_COMMON = budgetCommon;
+
+/** Settings the agent and the controller share, with one meaning in both. */
+export const SHARED_SETTINGS = {
+  journal: name.default(CONFIG_DEFAULTS.journal),
+  journalUnwritable: z
+    .strictObject(
+      {
+        policy: z
+          .enum(['prepare-before-notbefore', 'hold'], { error: want('prepare-before-notbefore or hold') })
+          .default(CONFIG_DEFAULTS.journalUnwritable.policy),
+        prepareWithinSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.journalUnwritable.prepareWithinSeconds),
+      },
+      { error: want('a mapping with policy and/or prepareWithinSeconds') },
+    )
+    .optional(),
+  listen: z
+    .union([z.string(), z.null(), z.literal(false)], { error: want('HOST:PORT, or null or false to turn the server off') })
+    .superRefine((value, ctx) => {
+      const problem = typeof value === 'string' ? listenProblem(value) : null;
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .optional(),
+  shutdownGraceSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(CONFIG_DEFAULTS.shutdownGraceSeconds),
+  rules: z.array(RuleSchema, { error: want('a list of rules') }).min(1, { error: 'at least one rule is needed' }),
+};
 
 const ConfigSchema = z.strictObject(
   {
@@ -350,25 +375,9 @@ const ConfigSchema = z.strictObject(
       .default(CONFIG_DEFAULTS.apiVersion),
     pollIntervalSeconds: secondsBetween(0.2, 60).default(CONFIG_DEFAULTS.pollIntervalSeconds),
     vmName: name.nullable().optional(),
-    journal: name.default(CONFIG_DEFAULTS.journal),
-    journalUnwritable: z
-      .strictObject(
-        {
-          policy: z
-            .enum(['prepare-before-notbefore', 'hold'], { error: want('prepare-before-notbefore or hold') })
-            .default(CONFIG_DEFAULTS.journalUnwritable.policy),
-          prepareWithinSeconds: secondsAtLeast(0).default(CONFIG_DEFAULTS.journalUnwritable.prepareWithinSeconds),
-        },
-        { error: want('a mapping with policy and/or prepareWithinSeconds') },
-      )
-      .optional(),
-    listen: z
-      .union([z.string(), z.null(), z.literal(false)], { error: want('HOST:PORT, or null or false to turn the server off') })
-      .superRefine((value, ctx) => {
-        const problem = typeof value === 'string' ? listenProblem(value) : null;
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      })
-      .optional(),
+    journal: SHARED_SETTINGS.journal,
+    journalUnwritable: SHARED_SETTINGS.journalUnwritable,
+    listen: SHARED_SETTINGS.listen,
     leader: z
       .strictObject(
         {
@@ -388,8 +397,8 @@ const ConfigSchema = z.strictObject(
       )
       .optional(),
     readyWithinSeconds: secondsAtLeast(0, true).default(CONFIG_DEFAULTS.readyWithinSeconds),
-    shutdownGraceSeconds: num('a number of seconds').min(0, { error: 'must be 0 or more' }).default(CONFIG_DEFAULTS.shutdownGraceSeconds),
-    rules: z.array(RuleSchema, { error: want('a list of rules') }).min(1, { error: 'at least one rule is needed' }),
+    shutdownGraceSeconds: SHARED_SETTINGS.shutdownGraceSeconds,
+    rules: SHARED_SETTINGS.rules,
     kubernetes: KubernetesSchema.optional(),
     budget: BudgetSchema.nullable().optional(),
   },
@@ -398,7 +407,7 @@ const ConfigSchema = z.strictObject(
 type RawConfig = z.infer<typeof ConfigSchema>;
 
 /** http(s) only; a URL taken whole from `${env:...}` is checked when the action runs. */
-function urlProblem(url: string): string | null {
+export function urlProblem(url: string): string | null {
   if (url.startsWith('${env:')) return null;
   let parsed: URL;
   try {
@@ -429,34 +438,62 @@ class ConfigProblem extends DocumentError {
 
 /** Reads and checks an agent config file. */
 export function loadAgentConfig(path: string): AgentConfig {
-  let text: string;
+  return parseAgentConfig(
+    readConfigFile(path, 'agent config', (errors) => new AgentConfigError(errors)),
+    path,
+  );
+}
+
+/** A config file's text; a file that cannot be read throws `errors` of its one problem. */
+export function readConfigFile(path: string, what: string, errors: (problems: DocumentError[]) => DocumentErrors): string {
   try {
-    text = readDocumentFile(path, 'agent config', ConfigProblem);
+    return readDocumentFile(path, what, ConfigProblem);
   } catch (err) {
-    if (err instanceof ConfigProblem) throw new AgentConfigError([err]);
+    if (err instanceof ConfigProblem) throw errors([err]);
     throw err;
   }
-  return parseAgentConfig(text, path);
+}
+
+/**
+ * Checks config text against `schema`, then `checks` across fields on the raw data (reported beside
+ * the schema's problems). Every problem is listed, at file:line:col; a .json file gets JSON's own syntax check.
+ */
+export function checkConfig<S extends z.ZodType>(
+  text: string,
+  file: string,
+  how: {
+    schema: S;
+    errors: (problems: DocumentError[]) => DocumentErrors;
+    wording: (issue: z.core.$ZodIssue) => string | undefined;
+    checks: (data: unknown) => Problem[];
+  },
+): z.infer<S> {
+  const source = new CheckedDocument(text, file, {
+    error: ConfigProblem,
+    empty: 'the file is empty; expected a mapping with "rules"',
+    errors: how.errors,
+    syntaxLabel: 'syntax error',
+  });
+  const parsed = how.schema.safeParse(source.data);
+  const problems: Problem[] = parsed.success ? [] : issueProblems(parsed.error.issues, how.wording);
+  problems.push(...how.checks(source.data));
+  if (problems.length > 0) throw how.errors(source.locate(problems));
+  return parsed.data as z.infer<S>;
 }
 
 /** Parses config text; `file` names it in errors, and a .json extension gets JSON's own syntax check. Every problem is listed. */
 export function parseAgentConfig(text: string, file: string): AgentConfig {
-  const source = new CheckedDocument(text, file, {
-    error: ConfigProblem,
-    empty: 'the file is empty; expected a mapping with "rules"',
+  const raw = checkConfig(text, file, {
+    schema: ConfigSchema,
     errors: (errors) => new AgentConfigError(errors),
-    syntaxLabel: 'syntax error',
+    wording: configWording,
+    checks: crossChecks,
   });
-  const parsed = ConfigSchema.safeParse(source.data);
-  const problems: Problem[] = parsed.success ? [] : issueProblems(parsed.error.issues, configWording);
-  // Checks across fields, on the raw data so they are reported alongside schema problems.
-  problems.push(...crossChecks(source.data));
-  if (problems.length > 0) throw new AgentConfigError(source.locate(problems));
-  return normalize(parsed.data!);
+  return normalize(raw);
 }
 
 /** The config's own words for an issue; undefined keeps the shared wording. */
-function configWording(issue: z.core.$ZodIssue): string | undefined {
+export function configWording(issue: z.core.$ZodIssue): string | undefined {
   if (issue.code === 'invalid_union' && 'discriminator' in issue && issue.discriminator === 'type') {
     return 'expected type exec, http, log or kubernetes';
   }
@@ -466,7 +503,7 @@ function configWording(issue: z.core.$ZodIssue): string | undefined {
   return undefined;
 }
 
-function crossChecks(data: unknown): Problem[] {
+export function crossChecks(data: unknown): Problem[] {
   const problems: Problem[] = [];
   // On the raw data, so an unknown event type is told even beside a bad policy value.
   const policy = isRecord(data) && isRecord(data.kubernetes) ? data.kubernetes.policy : undefined;
@@ -512,20 +549,20 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function normalize(raw: RawConfig): AgentConfig {
+type SharedRaw = Pick<RawConfig, 'journal' | 'journalUnwritable' | 'listen' | 'shutdownGraceSeconds' | 'rules'>;
+
+/** The shared settings as read (SHARED_SETTINGS), `listen`'s default being the agent's or the controller's. */
+export function normalizeShared(
+  raw: SharedRaw,
+  defaultListen: string,
+): Pick<AgentConfig, 'journal' | 'journalUnwritable' | 'listen' | 'shutdownGraceSeconds' | 'rules'> {
   return {
-    endpoint: raw.endpoint ?? null,
-    apiVersion: raw.apiVersion,
-    pollIntervalSeconds: raw.pollIntervalSeconds,
-    vmName: raw.vmName ?? null,
     journal: raw.journal,
     journalUnwritable: {
       policy: raw.journalUnwritable?.policy ?? CONFIG_DEFAULTS.journalUnwritable.policy,
       prepareWithinSeconds: raw.journalUnwritable?.prepareWithinSeconds ?? CONFIG_DEFAULTS.journalUnwritable.prepareWithinSeconds,
     },
-    listen: raw.listen === undefined ? CONFIG_DEFAULTS.listen : raw.listen === false ? null : raw.listen,
-    leader: { mode: raw.leader?.mode ?? 'first', standby: raw.leader?.standby ?? null },
-    readyWithinSeconds: raw.readyWithinSeconds,
+    listen: raw.listen === undefined ? defaultListen : raw.listen === false ? null : raw.listen,
     shutdownGraceSeconds: raw.shutdownGraceSeconds,
     rules: raw.rules.map((r): Rule => ({
       name: r.name,
@@ -536,12 +573,24 @@ function normalize(raw: RawConfig): AgentConfig {
       onComplete: r.onComplete.map(normalizeAction),
       onCancel: r.onCancel.map(normalizeAction),
     })),
+  };
+}
+
+function normalize(raw: RawConfig): AgentConfig {
+  return {
+    endpoint: raw.endpoint ?? null,
+    apiVersion: raw.apiVersion,
+    pollIntervalSeconds: raw.pollIntervalSeconds,
+    vmName: raw.vmName ?? null,
+    ...normalizeShared(raw, CONFIG_DEFAULTS.listen),
+    leader: { mode: raw.leader?.mode ?? 'first', standby: raw.leader?.standby ?? null },
+    readyWithinSeconds: raw.readyWithinSeconds,
     kubernetes: normalizeKubernetes(raw.kubernetes),
     budget: normalizeBudget(raw.budget),
   };
 }
 
-function normalizeBudget(b: z.infer<typeof BudgetSchema> | null | undefined): FleetBudgetConfig | null {
+export function normalizeBudget(b: z.infer<typeof BudgetSchema> | null | undefined): FleetBudgetConfig | null {
   if (b === null || b === undefined) return null;
   const common = {
     slots: b.slots,

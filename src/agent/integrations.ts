@@ -110,7 +110,11 @@ export async function startKubernetes(
  * With a `budget`: the store its backend names, registration in the group (retried meanwhile: an
  * unreachable store never stops the agent), and the renewal of slots the journal says are held.
  */
-export async function startFleet(ctx: IntegrationContext, store: FleetStore | undefined): Promise<FleetCoordinator | null> {
+export async function startFleet(
+  ctx: IntegrationContext,
+  store: FleetStore | undefined,
+  claims: 'per-vm' | 'per-event' = 'per-vm',
+): Promise<FleetCoordinator | null> {
   const config = ctx.config.budget;
   if (config === null) return null;
   const fleet = new FleetCoordinator({
@@ -122,6 +126,7 @@ export async function startFleet(ctx: IntegrationContext, store: FleetStore | un
     now: ctx.now,
     sleep: ctx.sleep,
     dryRun: ctx.dryRun,
+    claims,
   });
   fleet.heldSlots = () =>
     ctx

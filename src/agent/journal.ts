@@ -12,7 +12,7 @@ import {
 import { z } from 'zod';
 import type { ScheduledEvent } from '../client/index.js';
 import { wallClock } from '../shared/clock.js';
-import type { ActionRecord, ActionResult, BudgetRecord, JournalEntry, KubernetesRecord, ProcessRecord } from './types.js';
+import type { ActionRecord, ActionResult, BudgetRecord, DeliveryRecord, JournalEntry, KubernetesRecord, ProcessRecord } from './types.js';
 
 export const JOURNAL_FORMAT = 'forewarn-agent-journal';
 export const JOURNAL_VERSION = 1;
@@ -73,10 +73,26 @@ const EntrySchema = z.object({
   budget: z.object({ claim: z.string(), slot: z.string().nullable(), overBudget: z.boolean() }).optional(),
 });
 
+const DeliverySchema = z.object({
+  notifications: z.array(z.object({ id: z.string().min(1), at: z.string() })),
+  events: z.array(
+    z.object({
+      eventId: z.string().min(1),
+      subject: z.string(),
+      status: z.string(),
+      time: z.string(),
+      properties: z.record(z.string(), z.unknown()),
+      endedAt: z.string().nullable(),
+    }),
+  ),
+});
+
 const FileSchema = z.object({
   format: z.literal(JOURNAL_FORMAT),
   version: z.literal(JOURNAL_VERSION),
   entries: z.array(EntrySchema),
+  // The controller's alone (eventgrid/monitor.ts); an agent's journal has none.
+  deliveries: DeliverySchema.optional(),
 });
 
 /** The event as the journal keeps it. */
@@ -128,6 +144,7 @@ export function eventFromEntry(entry: JournalEntry): ScheduledEvent {
  */
 export class Journal {
   readonly #entries = new Map<string, JournalEntry>();
+  #deliveries: DeliveryRecord | null;
   readonly #now: () => number;
   readonly #ops: FileOps;
   #pending = false;
@@ -139,7 +156,9 @@ export class Journal {
     options: JournalOptions,
     entries: JournalEntry[],
     corruptedTo: string | null,
+    deliveries: DeliveryRecord | null = null,
   ) {
+    this.#deliveries = deliveries;
     this.#now = options.now ?? wallClock;
     this.#ops = options.ops ?? nodeFileOps;
     for (const entry of entries) this.#entries.set(entry.eventId.toLowerCase(), entry);
@@ -165,7 +184,7 @@ export class Journal {
       throw new Error(`${path}: cannot read the agent journal: ${e.code === 'EISDIR' ? 'is a directory' : e.message}`, { cause: err });
     }
     const problem = validate(text);
-    if (problem.entries) return new Journal(path, options, problem.entries, null);
+    if (problem.entries) return new Journal(path, options, problem.entries, null, problem.deliveries);
 
     const stamp = new Date(now()).toISOString().replace(/[:.]/g, '-');
     let aside = `${path}.corrupt-${stamp}`;
@@ -285,6 +304,17 @@ export class Journal {
     return drop.length;
   }
 
+  /** What the controller's Event Grid monitor recorded (a copy), or null. */
+  deliveries(): DeliveryRecord | null {
+    return this.#deliveries && structuredClone(this.#deliveries);
+  }
+
+  /** Replaces the Event Grid monitor's record and writes it (throws as flush() does, the change kept in memory). */
+  setDeliveries(record: DeliveryRecord): void {
+    this.#deliveries = structuredClone(record);
+    this.flush();
+  }
+
   /** Whether a change failed to be written and is held in memory only, until a flush() succeeds. */
   get pending(): boolean {
     return this.#pending;
@@ -292,7 +322,12 @@ export class Journal {
 
   /** Writes the whole journal now; call at start-up to find an unwritable path early, and to retry a failed write. */
   flush(): void {
-    const body = { format: JOURNAL_FORMAT, version: JOURNAL_VERSION, entries: [...this.#entries.values()] };
+    const body = {
+      format: JOURNAL_FORMAT,
+      version: JOURNAL_VERSION,
+      entries: [...this.#entries.values()],
+      ...(this.#deliveries !== null ? { deliveries: this.#deliveries } : {}),
+    };
     this.#pending = true;
     writeFileAtomicSync(this.path, `${JSON.stringify(body, null, 2)}\n`, { ops: this.#ops });
     this.#pending = false;
@@ -309,7 +344,9 @@ export class Journal {
   }
 }
 
-function validate(text: string): { entries: JournalEntry[]; error?: undefined } | { entries?: undefined; error: string } {
+function validate(
+  text: string,
+): { entries: JournalEntry[]; deliveries: DeliveryRecord | null; error?: undefined } | { entries?: undefined; error: string } {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -327,5 +364,5 @@ function validate(text: string): { entries: JournalEntry[]; error?: undefined } 
     if (seen.has(key)) return { error: `event ${entry.eventId} is listed twice` };
     seen.add(key);
   }
-  return { entries: parsed.data.entries };
+  return { entries: parsed.data.entries, deliveries: parsed.data.deliveries ?? null };
 }

@@ -25,6 +25,10 @@ export class AgentMetrics {
   readonly budgetSlotsLost: Counter<'backend'>;
   readonly budgetStoreErrors: Counter<'backend' | 'operation'>;
   readonly barrierOutcomes: Counter<'backend' | 'outcome'>;
+  /** The controller's: Event Grid notifications, by what became of them. */
+  readonly notifications: Counter<'outcome'>;
+  /** The controller's: ARM acknowledge requests that failed, retries included. */
+  readonly armErrors: Counter<'status'>;
   /** Set by the agent once it has a client, so the gauge is computed at scrape time. */
   health: (() => Health) | null = null;
   /** Set by the agent: how many events wait for the journal. */
@@ -132,6 +136,18 @@ export class AgentMetrics {
       name: `${p}barrier_outcomes_total`,
       help: 'How waits at the fleet barrier ended: complete (every named VM prepared), deadline, not-scheduled',
       labelNames: ['backend', 'outcome'],
+      registers,
+    });
+    this.notifications = new Counter({
+      name: `${p}eventgrid_notifications_total`,
+      help: 'Controller: Event Grid notifications by outcome: taken, duplicate (same id), stale (older than a status taken), ignored (not a scheduled event), malformed (a delivery refused with 400)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.armErrors = new Counter({
+      name: `${p}arm_errors_total`,
+      help: 'Controller: failed ARM acknowledge requests, retries included, by HTTP status ("network" when there was no answer)',
+      labelNames: ['status'],
       registers,
     });
     const held = (): number => this.heldEvents?.() ?? 0;

@@ -23,6 +23,7 @@ export const PEERS = {
   etcd: { name: 'etcd3', neededBy: 'budget.backend: etcd' },
   blob: { name: '@azure/storage-blob', neededBy: 'budget.backend: azure-blob' },
   identity: { name: '@azure/identity', neededBy: 'budget.backend: azure-blob with a managed identity' },
+  armIdentity: { name: '@azure/identity', neededBy: 'the controller’s arm.credential (managedIdentity or servicePrincipal)' },
 } as const satisfies Record<string, NeededPeer>;
 
 export function usesKubernetes(config: AgentConfig): boolean {
@@ -62,7 +63,8 @@ export function missingPeers(config: AgentConfig, env: NodeJS.ProcessEnv): Neede
   return neededPeers(config, env).filter((peer) => !resolvable(peer.name));
 }
 
-function resolvable(name: string): boolean {
+/** Whether the package `name` can be found from here. */
+export function resolvable(name: string): boolean {
   try {
     import.meta.resolve(name);
     return true;

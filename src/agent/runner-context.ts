@@ -1,6 +1,6 @@
 // What the runner's parts share: one event's state, their inputs, and the integrations behind small
 // interfaces, so none depends on the Agent, on a concrete integration, or on where events come from.
-import type { ScheduledEvent } from '../client/index.js';
+import { affects, type ScheduledEvent } from '../client/index.js';
 import type { FleetBarrierOutcome, FleetBarrierWait, FleetStep } from './coordination/coordinator.js';
 import type { DurableJournal } from './durable-journal.js';
 import type { Journal } from './journal.js';
@@ -49,7 +49,14 @@ export interface ApprovalSender {
 
 export interface RunnerServices extends AgentServices {
   config: AgentConfig;
+  /** This VM; a controller's own name (actions see it as FOREWARN_VM_NAME). */
   vmName: string;
+  /**
+   * A controller: it acts for every VM an event names, from one place, so every event is its own to
+   * prepare and approve (as `any`), with no barrier (its own preparation covered every VM) and one
+   * budget slot per event. Absent: an agent, for this VM.
+   */
+  forEveryVm?: boolean;
   /** Log every decision, do nothing. */
   dryRun: boolean;
   durable: DurableJournal;
@@ -61,6 +68,11 @@ export interface RunnerServices extends AgentServices {
   /** Null without a `budget`. */
   fleet: FleetSteps | null;
   approvals: ApprovalSender;
+}
+
+/** Whether the event is this runner's own maintenance: it names this VM, or a controller runs it (forEveryVm). */
+export function isOwnEvent(c: Pick<RunnerServices, 'vmName' | 'forEveryVm'>, event: ScheduledEvent): boolean {
+  return c.forEveryVm === true || affects(event, c.vmName);
 }
 
 /** One live event: the latest sight of it and the work queued for it, run one step at a time. */

@@ -1,13 +1,13 @@
 // The per-event runner: what is done about each event a monitor tells of, whatever the monitor. Each
 // event's steps (prepare, approve, recover) queue one after another; different events run side by side.
-import { affects, eventKey, type ScheduledEvent } from '../client/index.js';
+import { eventKey, type ScheduledEvent } from '../client/index.js';
 import { ActionPhases } from './action-phase.js';
 import { Approval } from './approval.js';
 import { takesFleetSlot } from './leader.js';
 import { eventLogger, type Logger } from './logger.js';
 import type { EventOutcome, EventSink, SeenKind } from './monitor.js';
 import { matchRule } from './rules.js';
-import { fleetStep, goUnjournaled, prepareHold, type RunnerServices, type Tracked } from './runner-context.js';
+import { fleetStep, goUnjournaled, isOwnEvent, prepareHold, type RunnerServices, type Tracked } from './runner-context.js';
 import type { JournalEntry, Phase, Rule } from './types.js';
 
 export class EventRunner implements EventSink {
@@ -140,7 +140,7 @@ export class EventRunner implements EventSink {
     const readyAt = c.now();
     const early = rule.approval === 'immediately' ? this.#approval.approve(tracked, rule, entry, readyAt) : null;
     const { fleet, kubernetes } = c;
-    const namesThisVm = affects(tracked.event, c.vmName);
+    const namesThisVm = isOwnEvent(c, tracked.event);
     let ok = true;
     // A slot before the first preparation action, for this VM's own maintenance only.
     if (fleet !== null && namesThisVm && !tracked.unjournaled && takesFleetSlot(rule, c.config.budget)) {
@@ -157,7 +157,7 @@ export class EventRunner implements EventSink {
     }
     // The node says it is prepared, for the barrier of whichever node approves (this one's included).
     if (ok && !c.dryRun && kubernetes !== null && rule.actions.some((a) => a.type === 'kubernetes')) {
-      if (affects(tracked.event, c.vmName)) await kubernetes.markPrepared(tracked.event, log);
+      if (isOwnEvent(c, tracked.event)) await kubernetes.markPrepared(tracked.event, log);
     }
     if (tracked.unjournaled) {
       log.error(
@@ -208,7 +208,7 @@ export class EventRunner implements EventSink {
     // A stop mid-recovery leaves it unfinished in the journal; the next start completes it.
     if (!c.dryRun && !this.#phases.finished(entry.eventId, phase, actions.length)) return;
     // Recovery has ended: the prepared mark off and the slot back (SPEC §4: held through the impact until now).
-    if (!c.dryRun && c.fleet !== null && (entry.budget !== undefined || affects(tracked.event, c.vmName))) {
+    if (!c.dryRun && c.fleet !== null && (entry.budget !== undefined || isOwnEvent(c, tracked.event))) {
       const back = await c.fleet.recover(fleetStep(c, tracked, phase));
       if (!back.ok) return;
     }

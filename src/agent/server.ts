@@ -14,6 +14,8 @@ export interface StatusServerOptions {
   readyWithinSeconds: number;
   /** A reason to be not ready beyond IMDS (the journal cannot be written), or null. */
   notReady?: () => string | null;
+  /** Readiness in place of IMDS's (the controller: its webhook receiver). */
+  ready?: () => { ready: boolean; reason: string };
 }
 
 export interface StatusServer {
@@ -51,7 +53,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'application/json', '{"error":"only GET"}');
     if (path === '/healthz') return send(200, 'application/json', '{"status":"ok"}\n');
     if (path === '/readyz') {
-      const imds = readiness(options.health(), options.readyWithinSeconds);
+      const imds = options.ready?.() ?? readiness(options.health(), options.readyWithinSeconds);
       const other = options.notReady?.() ?? null;
       const r = other === null ? imds : { ready: false, reason: imds.ready ? other : `${other}; ${imds.reason}` };
       return send(r.ready ? 200 : 503, 'application/json', `${JSON.stringify({ ready: r.ready, reason: r.reason })}\n`);

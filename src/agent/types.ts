@@ -140,7 +140,8 @@ export interface AgentConfig {
 
 /** The `budget` section: slots and the barrier on a store the fleet already runs (coordination/). */
 export interface FleetBudgetConfig {
-  backend: 'etcd' | 'azure-blob';
+  /** `memory`: the controller's own, in its process (coordination/memory.ts); never an agent's. */
+  backend: 'etcd' | 'azure-blob' | 'memory';
   /** etcd: the cluster's client URLs. */
   endpoints: string[];
   /** azure-blob: the container's URL (no SAS: credentials come from the environment or the VM's identity). */
@@ -237,6 +238,31 @@ export interface KubernetesRecord {
   overBudget: boolean;
   /** Forewarn's taint was placed (or joined) for this event; the node's forewarn.io/tainted-for annotation decides. Absent: no. */
   taintPlaced?: boolean;
+}
+
+/**
+ * What the controller's Event Grid monitor keeps in the journal (`deliveries`): the notification ids it
+ * took, to drop Event Grid's duplicates, and each event's latest status, to put reordered ones in order.
+ */
+export interface DeliveryRecord {
+  /** Notification ids taken, with when (ISO), oldest first. */
+  notifications: { id: string; at: string }[];
+  events: SourcedEvent[];
+}
+
+/** One event as Event Grid last told of it. */
+export interface SourcedEvent {
+  eventId: string;
+  /** The notification's subject: the event's ARM id, where its approval goes. */
+  subject: string;
+  /** Scheduled, Started, Completed or Canceled. */
+  status: string;
+  /** The notification's time (eventTime, or CloudEvents' time). */
+  time: string;
+  /** `data.resourceInfo.properties` as delivered: IMDS's fields. */
+  properties: Record<string, unknown>;
+  /** When its end was taken (ISO); null while it is live. */
+  endedAt: string | null;
 }
 
 /** What an action logs through: pino's child loggers, or a test's stand-in. */

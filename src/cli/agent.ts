@@ -6,7 +6,8 @@ import { LOG_LEVELS, createLogger, isLogLevel, type LogLevel } from '../agent/lo
 import { missingPeers, missingText, type NeededPeer } from '../agent/peers.js';
 import type { AgentConfig } from '../agent/types.js';
 import { runAgentCheck } from './agent-check.js';
-import { CliError, UsageError, type Io } from './errors.js';
+import { CliError, UsageError, configUsageError, type Io } from './errors.js';
+import { runDaemon } from './stop-signal.js';
 
 export interface RawAgentFlags {
   config: string;
@@ -25,17 +26,29 @@ export interface AgentRequest {
   missingPackages: NeededPeer[];
 }
 
+/** --log-level as given (default info), or a UsageError naming the levels. */
+export function logLevelFlag(value: string | undefined): LogLevel {
+  const level = value ?? 'info';
+  if (!isLogLevel(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  return level;
+}
+
+/** Each `${env:…}` the config's http actions name that `env` lacks, as a line for the user. */
+export function missingSecretLines(config: Pick<AgentConfig, 'rules'>, env: Io['env']): string[] {
+  return missingEnvRefs(config, env).map(
+    ({ name, neededBy }) => `environment variable ${name} is not set (needed by ${neededBy.join(', ')})`,
+  );
+}
+
 /** Loads and checks everything before anything starts; every problem is a UsageError (exit 2). */
 export function parseAgentArgs(flags: RawAgentFlags, env: Io['env'] = {}): AgentRequest {
-  const level = flags.logLevel ?? 'info';
-  if (!isLogLevel(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${level}"`);
+  const level = logLevelFlag(flags.logLevel);
   let config: AgentConfig;
   try {
     config = loadAgentConfig(flags.config);
   } catch (err) {
     if (!(err instanceof AgentConfigError)) throw err;
-    const n = err.problems.length;
-    throw new UsageError(`the agent config has ${n} problem${n === 1 ? '' : 's'}:\n${err.problems.map((p) => `  ${p}`).join('\n')}`);
+    throw configUsageError('agent', err.problems);
   }
   // The file wins over FOREWARN_ENDPOINT, which wins over IMDS's own address (SPEC §4).
   const endpoint = config.endpoint ?? (env.FOREWARN_ENDPOINT || null);
@@ -52,9 +65,7 @@ export function parseAgentArgs(flags: RawAgentFlags, env: Io['env'] = {}): Agent
     }
   }
   // A secret the environment lacks would fail the first event that needs it, minutes before a Reboot: say so now.
-  const missingSecrets = missingEnvRefs(config, env).map(
-    ({ name, neededBy }) => `environment variable ${name} is not set (needed by ${neededBy.join(', ')})`,
-  );
+  const missingSecrets = missingSecretLines(config, env);
   const dryRun = flags.dryRun ?? false;
   if (missingSecrets.length > 0 && !dryRun) {
     throw new UsageError(`the agent config needs variables the environment lacks:\n${missingSecrets.map((m) => `  ${m}`).join('\n')}`);
@@ -92,27 +103,6 @@ export function registerAgentCommand(program: Command, io: Io): void {
       for (const missing of request.missingSecrets) logger.warn({}, `dry run: ${missing}; a real run would not start`);
       const agent = new Agent({ config: request.config, logger, dryRun: request.dryRun, env: io.env });
       // First signal: stop polling and let running actions finish within the grace; a second: abort them now.
-      let signals = 0;
-      const onSignal = (name: NodeJS.Signals): void => {
-        signals += 1;
-        if (signals === 1) {
-          logger.info({ signal: name }, 'shutting down');
-          agent.stop();
-        } else {
-          logger.warn({ signal: name }, 'second signal: aborting running actions now');
-          agent.abortActions();
-        }
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-      try {
-        await agent.run();
-      } catch (err) {
-        logger.fatal({ err }, 'the agent could not start');
-        throw new CliError((err as Error).message);
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      await runDaemon(agent, logger, 'agent');
     });
 }

@@ -24,3 +24,9 @@ export const processIo: Io = {
   stderr: (text) => void process.stderr.write(text),
   env: process.env,
 };
+
+/** A config file's problems as one UsageError: `the WHAT config has N problems:` and each on its line. */
+export function configUsageError(what: string, problems: readonly string[]): UsageError {
+  const n = problems.length;
+  return new UsageError(`the ${what} config has ${n} problem${n === 1 ? '' : 's'}:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+}

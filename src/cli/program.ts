@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { Command, CommanderError } from 'commander';
 import { registerAgentCommand } from './agent.js';
 import { registerApproveCommand } from './approve.js';
+import { registerControllerCommand } from './controller.js';
 import { registerEmulatorCommand } from './emulator.js';
 import { registerEventsCommand } from './events.js';
 import { CliError, UsageError, processIo, type Io } from './errors.js';
@@ -31,6 +32,7 @@ export function buildProgram(io: Io = processIo): Command {
   registerRecordCommand(program, io);
   registerReplayCommand(program, io);
   registerAgentCommand(program, io);
+  registerControllerCommand(program, io);
   return program;
 }
 

@@ -21,7 +21,7 @@ export {
   ScheduledEventsClient,
 } from './client.js';
 export { ImdsError, ImdsProtocolError, ImdsUnavailableError } from './errors.js';
-export { parseCompute, parseEventsDocument } from './parse.js';
+export { parseCompute, parseEventsDocument, parseScheduledEvent } from './parse.js';
 export { EventTracker, diffDocuments, eventKey, sameContent, sameEventId } from './diff.js';
 export { affects, isLeader, leaderOf } from './resources.js';
 export { DEFAULT_RETRY, backoffMs, retryAfterMs } from './retry.js';

@@ -57,7 +57,11 @@ function toResources(v: unknown): string[] {
   return v.filter((r): r is string => typeof r === 'string' && r !== '');
 }
 
-function parseEvent(e: unknown, index: number, body: unknown): ScheduledEvent {
+/**
+ * Reads one event object as IMDS sends it (an item of `Events`), with the document's leniency. The
+ * controller reads Event Grid's `data.resourceInfo.properties` through it: the same fields, so one conversion.
+ */
+export function parseScheduledEvent(e: unknown, index = 0, body: unknown = e): ScheduledEvent {
   if (!isObject(e)) throw new ImdsProtocolError(`Events[${index}] is not an object`, text(body));
   const id = field(e, 'EventId');
   if (typeof id !== 'string' || id.trim() === '') {
@@ -100,7 +104,7 @@ export function parseEventsDocument(json: unknown, etag: string | null = null): 
     }
     incarnation = n;
   }
-  return { incarnation, events: events.map((e, i) => parseEvent(e, i, json)), etag };
+  return { incarnation, events: events.map((e, i) => parseScheduledEvent(e, i, json)), etag };
 }
 
 /** Reads `/metadata/instance/compute`; IMDS sends the domains as strings. */

@@ -6,17 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { DurableJournal } from '../../src/agent/durable-journal.js';
-import { Journal } from '../../src/agent/journal.js';
-import { createLogger } from '../../src/agent/logger.js';
-import { AgentMetrics } from '../../src/agent/metrics.js';
 import type { EventMonitor, EventSink } from '../../src/agent/monitor.js';
 import { EventRunner } from '../../src/agent/runner.js';
-import type { AgentServices } from '../../src/agent/services.js';
 import type { Rule } from '../../src/agent/types.js';
 import type { ScheduledEvent } from '../../src/client/index.js';
-import { sleep } from '../../src/client/retry.js';
-import { agentConfig, logAction, ok, rule } from './support.js';
+import { agentConfig, logAction, ok, rule, servicesAt } from './support.js';
 
 const EVENT: ScheduledEvent = {
   id: 'F7B2D6A4-0C3E-4C1D-9D6B-3A1E5C7B9F20',
@@ -46,29 +40,7 @@ describe('the runner, fed by a monitor that is not IMDS', () => {
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   function runnerWith(rules: Rule[]) {
-    const path = join(dir, 'journal.json');
-    const journal = Journal.open(path);
-    const work = new Set<Promise<void>>();
-    const stop = new AbortController();
-    const services: AgentServices = {
-      log: createLogger({ level: 'silent' }),
-      metrics: new AgentMetrics(),
-      now: () => Date.now(),
-      sleep,
-      wait: async (ms, signal) => {
-        if (signal.aborted) return false;
-        return sleep(ms, signal).then(
-          () => true,
-          () => false,
-        );
-      },
-      stopped: stop.signal,
-      track: (w) => {
-        work.add(w);
-        void w.finally(() => work.delete(w));
-      },
-      journal: () => journal,
-    };
+    const { path, journal, services, durable, stop, work } = servicesAt(join(dir, 'journal.json'));
     const ran: string[] = [];
     const sent: string[] = [];
     const runner = new EventRunner({
@@ -76,7 +48,7 @@ describe('the runner, fed by a monitor that is not IMDS', () => {
       config: agentConfig('http://127.0.0.1:9/unused', path, rules),
       vmName: 'vm0',
       dryRun: false,
-      durable: new DurableJournal({ ...services, path }),
+      durable,
       actionsAborted: new AbortController().signal,
       runAction: async (action, ctx) => {
         ran.push(`${ctx.phase}:${action.type === 'log' ? action.message : action.type}`);

@@ -6,7 +6,12 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, afterEach, before, beforeEach } from 'node:test';
 import type { Agent } from '../../src/agent/agent.js';
+import { DurableJournal } from '../../src/agent/durable-journal.js';
+import { Journal } from '../../src/agent/journal.js';
 import { createLogger, type Logger } from '../../src/agent/logger.js';
+import { AgentMetrics } from '../../src/agent/metrics.js';
+import type { AgentServices } from '../../src/agent/services.js';
+import { sleep } from '../../src/client/retry.js';
 import type { Action, ActionContext, ActionResult, AgentConfig, Rule } from '../../src/agent/types.js';
 import { normalizeKubernetes } from '../../src/agent/config.js';
 import { ScheduledEventsClient } from '../../src/client/index.js';
@@ -150,4 +155,31 @@ export function until<T>(
   everyMs = 10,
 ): Promise<T> {
   return waitFor(what, probe, timeoutMs, everyMs);
+}
+
+/** The agent's services over a journal at `path` (a fresh folder's when absent), with the background work to wait for. */
+export function servicesAt(path = join(mkdtempSync(join(tmpdir(), 'forewarn-services-')), 'journal.json')) {
+  const journal = Journal.open(path);
+  const work = new Set<Promise<void>>();
+  const stop = new AbortController();
+  const services: AgentServices = {
+    log: createLogger({ level: 'silent' }),
+    metrics: new AgentMetrics({ defaultMetrics: false }),
+    now: () => Date.now(),
+    sleep,
+    wait: (ms, signal) =>
+      signal.aborted
+        ? Promise.resolve(false)
+        : sleep(ms, signal).then(
+            () => true,
+            () => false,
+          ),
+    stopped: stop.signal,
+    track: (w) => {
+      work.add(w);
+      void w.finally(() => work.delete(w));
+    },
+    journal: () => journal,
+  };
+  return { path, journal, services, durable: new DurableJournal({ ...services, path }), stop, work };
 }

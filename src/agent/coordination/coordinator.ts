@@ -28,6 +28,11 @@ export interface CoordinatorOptions {
   now: () => number;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   dryRun?: boolean;
+  /**
+   * `per-event`: a controller acting for every VM an event names takes one slot per event (`event:ID`),
+   * so the budget is "at most N events at once". Default `per-vm`: an agent's claim (below).
+   */
+  claims?: 'per-vm' | 'per-event';
 }
 
 /** How a wait at the barrier ended. */
@@ -105,6 +110,7 @@ export class FleetCoordinator {
 
   /** Who the slot is for: every registered VM the event names share one; otherwise this VM alone. */
   async #claimFor(event: ScheduledEvent, log: ActionLogger): Promise<Claim> {
+    if (this.#o.claims === 'per-event') return eventClaim(event.id);
     const self = vmClaim(this.#o.vmName);
     if (namesOnly(event, this.#o.vmName)) return self;
     try {

@@ -1,4 +1,5 @@
 // The store a `budget` section names, its client loaded only then: a VM on etcd never loads Azure's SDK.
+// `memory` is the controller's own (memory.ts).
 import { PEERS, loadPeer } from '../peers.js';
 import type { FleetBudgetConfig } from '../types.js';
 import type { FleetStore, StoreOptions } from './store.js';
@@ -14,6 +15,10 @@ export async function createStore(config: FleetBudgetConfig, vm: string, env: No
     leaseSeconds: config.leaseSeconds,
     requestTimeoutMs: STORE_REQUEST_TIMEOUT_MS,
   };
+  if (config.backend === 'memory') {
+    const { MemoryStore } = await import('./memory.js');
+    return new MemoryStore(options);
+  }
   if (config.backend === 'etcd') {
     const { EtcdStore } = await loadPeer(PEERS.etcd, () => import('./etcd.js'));
     return new EtcdStore({ ...options, endpoints: config.endpoints });

@@ -33,7 +33,7 @@ export class StoreError extends Error {
   override name = 'StoreError';
 }
 
-export type StoreBackend = 'etcd' | 'azure-blob';
+export type StoreBackend = 'etcd' | 'azure-blob' | 'memory';
 
 export interface FleetStore {
   readonly backend: StoreBackend;

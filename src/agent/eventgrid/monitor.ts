@@ -1,0 +1,214 @@
+// Event Grid as the source of events, for the controller: each notification the receiver takes becomes
+// the runner's seen/gone, put in order, with Event Grid's duplicates dropped by id. What it took is in
+// the journal (`deliveries`) before the receiver answers 200, so a delivery Event Grid counts as done is
+// never forgotten, and a restart carries on from it as the agent does from its first IMDS read.
+import { eventKey, parseScheduledEvent, type ScheduledEvent } from '../../client/index.js';
+import type { PublishedStatus, ScheduledEventNotification } from '../../protocol/eventgrid.js';
+import type { DurableJournal } from '../durable-journal.js';
+import { eventFromEntry } from '../journal.js';
+import { eventLogger } from '../logger.js';
+import type { EventMonitor, EventOutcome, EventSink, SeenKind } from '../monitor.js';
+import type { AgentServices } from '../services.js';
+import type { DeliveryRecord, SourcedEvent } from '../types.js';
+
+/**
+ * [choice] How long a notification id is remembered to drop its duplicates: a little over Event Grid's
+ * default event time-to-live, 1440 minutes [azure] (RetryPolicy event_time_to_live_in_minutes = 1440),
+ * past which Event Grid sends it no more.
+ */
+export const DEDUPE_WINDOW_MS = 25 * 3600_000;
+/** [choice] At most this many ids are remembered (the oldest go first), so the journal stays small. */
+export const DEDUPE_MAX_IDS = 10_000;
+
+/**
+ * [choice] Event Grid "doesn't guarantee order" [azure]: a status that comes before one already taken
+ * for the event is ignored. Scheduled < Started < Completed | Canceled; an end is final.
+ */
+const RANK: Record<PublishedStatus, number> = { Scheduled: 0, Started: 1, Completed: 2, Canceled: 2 };
+const END = 2;
+
+function rank(status: string): number {
+  return RANK[status as PublishedStatus] ?? 0;
+}
+
+/** What accept() made of a delivery: on disk, taken but not on disk yet (answer 503), or not running yet. */
+export type Acceptance = 'recorded' | 'unrecorded' | 'not-ready';
+
+export type EventGridMonitorOptions = Pick<AgentServices, 'log' | 'metrics' | 'now' | 'journal'> & { durable: DurableJournal };
+
+type SinkCall = (sink: EventSink) => void;
+
+export class EventGridMonitor implements EventMonitor {
+  readonly #o: EventGridMonitorOptions;
+  /** Notification id (lowercase) → when taken (epoch ms), oldest first. */
+  readonly #ids = new Map<string, number>();
+  /** Event key → what Event Grid last told of it. */
+  readonly #events = new Map<string, SourcedEvent>();
+  #sink: EventSink | null = null;
+
+  constructor(options: EventGridMonitorOptions) {
+    this.#o = options;
+    const record = options.journal().deliveries();
+    for (const n of record?.notifications ?? []) this.#ids.set(n.id.toLowerCase(), Date.parse(n.at));
+    for (const e of record?.events ?? []) this.#events.set(eventKey(e.eventId), e);
+  }
+
+  /** The event's ARM id (the notification's subject), for its approval; undefined for an event never told of. */
+  subjectOf(eventId: string): string | undefined {
+    return this.#events.get(eventKey(eventId))?.subject;
+  }
+
+  /** Carries on from the journal, then takes deliveries until `signal` aborts. */
+  async run(sink: EventSink, signal: AbortSignal): Promise<void> {
+    this.#reconcile(sink);
+    this.#sink = sink;
+    try {
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        else signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      this.#sink = null;
+    }
+  }
+
+  /**
+   * Takes one delivery's scheduled-event notifications: duplicates dropped by id, the rest put in order
+   * and recorded in the journal, then told to the runner. 'recorded' only once the journal is on disk,
+   * this delivery's and every earlier one's: an answer of 200 then loses nothing if the process dies.
+   */
+  accept(notifications: readonly ScheduledEventNotification[]): Acceptance {
+    const sink = this.#sink;
+    if (sink === null) return 'not-ready';
+    const { durable, journal, metrics, now } = this.#o;
+    const calls: SinkCall[] = [];
+    let changed = false;
+    for (const n of notifications) {
+      const id = n.id.toLowerCase();
+      if (this.#ids.has(id)) {
+        // [azure] "These duplicate notifications can be identified by checking for the ID field."
+        metrics.notifications.inc({ outcome: 'duplicate' });
+        this.#o.log.debug({ notificationId: n.id }, 'a duplicate Event Grid notification: dropped');
+        continue;
+      }
+      this.#ids.set(id, now());
+      changed = true;
+      const call = this.#apply(n);
+      if (call !== null) calls.push(call);
+    }
+    if (changed) {
+      this.#prune();
+      durable.write(() => journal().setDeliveries(this.#record()));
+    } else if (journal().pending) {
+      // A duplicate of a delivery whose record is still held in memory: try once more now.
+      durable.write(() => journal().flush());
+    }
+    // Told even when not on disk yet: a retry of it will be dropped as a duplicate, so this is its one telling.
+    for (const call of calls) call(sink);
+    return journal().pending ? 'unrecorded' : 'recorded';
+  }
+
+  /** One new notification against what is known of its event: the runner's call, or null. */
+  #apply(n: ScheduledEventNotification): SinkCall | null {
+    const props = n.data.resourceInfo.properties;
+    const key = eventKey(props.EventId);
+    const prev = this.#events.get(key);
+    const status = props.EventStatus;
+    const event = toEvent(props as unknown as Record<string, unknown>);
+    const log = eventLogger(this.#o.log, event).child({ notificationId: n.id, status });
+    if (prev !== undefined) {
+      const older =
+        prev.endedAt !== null ||
+        rank(status) < rank(prev.status) ||
+        (rank(status) === rank(prev.status) && Date.parse(n.time) < Date.parse(prev.time));
+      if (older) {
+        this.#o.metrics.notifications.inc({ outcome: 'stale' });
+        log.info({ known: prev.status }, 'a notification older than what is known of the event (Event Grid reorders): ignored');
+        return null;
+      }
+    }
+    this.#o.metrics.notifications.inc({ outcome: 'taken' });
+    const ended = rank(status) === END;
+    this.#events.set(key, {
+      eventId: props.EventId,
+      subject: n.subject,
+      status,
+      time: n.time,
+      properties: { ...props },
+      endedAt: ended ? new Date(this.#o.now()).toISOString() : null,
+    });
+    if (ended) {
+      const outcome: EventOutcome = status === 'Completed' ? 'completed' : 'cancelled';
+      if (prev === undefined) {
+        const entry = this.#o.journal().get(props.EventId);
+        if (entry === undefined || entry.recoveredAt !== null) {
+          log.info('the event ended before it was told of: nothing to prepare; a late notice of it will be ignored');
+          return null;
+        }
+        return (sink) => sink.gone(eventFromEntry(entry), outcome);
+      }
+      // As the IMDS monitor does: the event as last seen in view (an end's NotBefore is empty).
+      const last = toEvent(prev.properties);
+      return (sink) => sink.gone(last, outcome);
+    }
+    const kind: SeenKind =
+      prev !== undefined && rank(prev.status) === rank(status) ? 'updated' : status === 'Started' ? 'started' : 'scheduled';
+    return (sink) => sink.seen(event, kind);
+  }
+
+  /**
+   * At start: every event told of and not ended is seen again (the runner resumes it from its journal
+   * entry, or prepares it if the last run died before it could); an event whose end was taken but whose
+   * recovery did not finish is recovered now.
+   */
+  #reconcile(sink: EventSink): void {
+    const { journal, log } = this.#o;
+    const told = new Set<string>();
+    for (const [key, e] of this.#events) {
+      const event = toEvent(e.properties);
+      if (e.endedAt === null) {
+        told.add(key);
+        sink.seen(event, e.status === 'Started' ? 'started' : 'scheduled');
+        continue;
+      }
+      const entry = journal().get(e.eventId);
+      if (entry === undefined || entry.recoveredAt !== null) continue;
+      told.add(key);
+      const outcome: EventOutcome = entry.outcome ?? (e.status === 'Completed' ? 'completed' : 'cancelled');
+      eventLogger(log, event).info({ outcome }, 'the event ended before the last stop and its recovery has not finished: recovering');
+      sink.unfinished(eventFromEntry(entry), outcome);
+    }
+    for (const entry of journal().entries()) {
+      if (entry.recoveredAt !== null || entry.outcome === null || told.has(eventKey(entry.eventId))) continue;
+      const event = eventFromEntry(entry);
+      eventLogger(log, event).info({ outcome: entry.outcome }, 'finishing recovery cut short by the last stop');
+      sink.unfinished(event, entry.outcome);
+    }
+  }
+
+  /** Ids past the window or over the cap go; ended events past the window whose recovery is over go too. */
+  #prune(): void {
+    const cutoff = this.#o.now() - DEDUPE_WINDOW_MS;
+    for (const [id, at] of this.#ids) {
+      if (at >= cutoff && this.#ids.size <= DEDUPE_MAX_IDS) break;
+      this.#ids.delete(id);
+    }
+    for (const [key, e] of this.#events) {
+      if (e.endedAt === null || Date.parse(e.endedAt) >= cutoff) continue;
+      const entry = this.#o.journal().get(e.eventId);
+      if (entry === undefined || entry.recoveredAt !== null) this.#events.delete(key);
+    }
+  }
+
+  #record(): DeliveryRecord {
+    return {
+      notifications: [...this.#ids].map(([id, at]) => ({ id, at: new Date(at).toISOString() })),
+      events: [...this.#events.values()],
+    };
+  }
+}
+
+/** Event Grid's properties are IMDS's event fields: the client's own reading of them. */
+function toEvent(properties: Record<string, unknown>): ScheduledEvent {
+  return parseScheduledEvent(properties);
+}
