@@ -1,4 +1,5 @@
-// A min-heap of due times, so the engine's cost follows the number of changes, not clock ticks.
+// The engine's due times, in a min-heap, so its cost follows the number of changes, not clock ticks.
+import { MinHeap } from '../../shared/min-heap.js';
 
 /**
  * A transition that falls due: an event starts, its impact ends, or it ends (ref: event id), a rolling
@@ -14,63 +15,34 @@ export interface Due {
 }
 
 export class Schedule {
-  #heap: Due[] = [];
+  readonly #heap = new MinHeap<Due>();
   #seq = 0;
 
   get size(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   push(at: number, ref: string, kind: Due['kind']): void {
-    const heap = this.#heap;
-    heap.push({ at, seq: this.#seq++, ref, kind });
-    let i = heap.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!less(heap[i]!, heap[parent]!)) break;
-      [heap[i], heap[parent]] = [heap[parent]!, heap[i]!];
-      i = parent;
-    }
+    this.#heap.push({ at, seq: this.#seq++, ref, kind });
   }
 
   peek(): Due | undefined {
-    return this.#heap[0];
+    return this.#heap.peek();
   }
 
   pop(): Due | undefined {
-    const heap = this.#heap;
-    const top = heap[0];
-    const last = heap.pop();
-    if (heap.length > 0 && last) {
-      heap[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
-        if (r < heap.length && less(heap[r]!, heap[m]!)) m = r;
-        if (m === i) break;
-        [heap[i], heap[m]] = [heap[m]!, heap[i]!];
-        i = m;
-      }
-    }
-    return top;
+    return this.#heap.pop();
   }
 
   clear(): void {
-    this.#heap = [];
+    this.#heap.clear();
   }
 
   /**
    * Keeps only the entries `keep` accepts. Cancelled and rescheduled work leaves stale entries
-   * that a clock which never reaches their time would hold forever; a sorted array is a heap.
+   * that a clock which never reaches their time would hold forever.
    */
   compact(keep: (due: Due) => boolean): void {
-    this.#heap = this.#heap.filter(keep).sort((a, b) => (less(a, b) ? -1 : 1));
+    this.#heap.compact(keep);
   }
-}
-
-function less(a: Due, b: Due): boolean {
-  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
 }

@@ -16,6 +16,7 @@ import {
 } from '../../protocol/eventgrid.js';
 import { formatIso } from '../../protocol/time.js';
 import type { Clock } from '../../shared/clock.js';
+import { MinHeap } from '../../shared/min-heap.js';
 import type { Timing } from '../engine/timing.js';
 import type { Envelope } from './payload.js';
 import { isRetried, isSuccess, outcomeOf, retryDelaySeconds, type DeadLetterReason } from './retry.js';
@@ -34,7 +35,6 @@ interface Pending {
   /** Tries made so far. */
   attempts: number;
   dueAt: number;
-  inFlight: boolean;
   lastOutcome: string | undefined;
   lastStatus: number | undefined;
   lastAttemptAt: number | undefined;
@@ -62,8 +62,17 @@ export interface DeliveryDeps {
   changed: () => void;
 }
 
+/** A pending event waiting for its try, in the queue's heap by (dueAt, seq). */
+interface Waiting {
+  at: number;
+  seq: number;
+  p: Pending;
+}
+
 export class DeliveryQueue {
   readonly #pending = new Map<number, Pending>();
+  /** What waits for a try, earliest first: a pump reads only what is due, not every pending event. */
+  readonly #waiting = new MinHeap<Waiting>();
   readonly #deadLetters: DeadLetter[] = [];
   #seq = 0;
   #inFlight = 0;
@@ -81,17 +90,19 @@ export class DeliveryQueue {
   /** [azure] "It tries to deliver each message at least once for each matching subscription immediately." */
   enqueue(envelope: Envelope, publishTime: number): void {
     if (this.#stopped) return;
-    this.#pending.set(this.#seq++, {
+    const seq = this.#seq++;
+    const p: Pending = {
       envelope,
       json: JSON.stringify(envelope),
       publishTime,
       attempts: 0,
       dueAt: publishTime,
-      inFlight: false,
       lastOutcome: undefined,
       lastStatus: undefined,
       lastAttemptAt: undefined,
-    });
+    };
+    this.#pending.set(seq, p);
+    this.#waiting.push({ at: p.dueAt, seq, p });
   }
 
   counts(): DeliveryCounts {
@@ -104,15 +115,14 @@ export class DeliveryQueue {
 
   /** When the earliest event not being sent is due; undefined when none waits. */
   nextDue(): number | undefined {
-    let due: number | undefined;
-    for (const p of this.#pending.values()) if (!p.inFlight && (due === undefined || p.dueAt < due)) due = p.dueAt;
-    return due;
+    return this.#waiting.peek()?.at;
   }
 
   /** Drops everything: the subscription is deleted or the emulator closes. Answers still on their way are ignored. */
   stop(): void {
     this.#stopped = true;
     this.#pending.clear();
+    this.#waiting.clear();
   }
 
   /**
@@ -122,38 +132,44 @@ export class DeliveryQueue {
   pump(): void {
     if (this.#stopped) return;
     const now = this.deps.clock.now();
-    const ttlMs = this.deps.timing.ms(this.settings.eventTimeToLiveInMinutes * 60);
-    const due: [number, Pending][] = [];
-    for (const [seq, p] of this.#pending) {
-      if (p.inFlight || p.dueAt > now) continue;
-      // [azure] "The time-to-live expiration is checked ONLY at the next scheduled delivery attempt."
-      if (now - p.publishTime >= ttlMs) this.#deadLetter(seq, p, 'TimeToLiveExceeded');
-      else due.push([seq, p]);
+    while (this.#inFlight < MAX_REQUESTS_IN_FLIGHT) {
+      const batch = this.#batchDue(now);
+      if (batch.length === 0) return;
+      void this.#send(batch);
     }
-    due.sort(([a, p], [b, q]) => p.dueAt - q.dueAt || a - b);
-    while (due.length > 0 && this.#inFlight < MAX_REQUESTS_IN_FLIGHT) void this.#send(this.#batchFrom(due));
+  }
+
+  /** The next due event, past any whose time to live ran out (dead-lettered on the way); undefined when none is due. */
+  #takeDue(now: number, ttlMs: number): Waiting | undefined {
+    for (let top = this.#waiting.peek(); top !== undefined && top.at <= now; top = this.#waiting.peek()) {
+      this.#waiting.pop();
+      // [azure] "The time-to-live expiration is checked ONLY at the next scheduled delivery attempt."
+      if (now - top.p.publishTime >= ttlMs) this.#deadLetter(top.seq, top.p, 'TimeToLiveExceeded');
+      else return top;
+    }
+    return undefined;
   }
 
   /**
    * [azure] "Max events per batch … This number will never be exceeded"; "Preferred batch size in kilobytes –
    * Target ceiling … a batch is larger than the preferred batch size if a single event is larger". Event Grid
-   * "doesn't delay events to create a batch". [choice] A batch holds events on the same try, so its
-   * aeg-delivery-count is theirs.
+   * "doesn't delay events to create a batch". [choice] A batch holds due events in order while they are on
+   * the same try, so its aeg-delivery-count is theirs; empty when nothing is due.
    */
-  #batchFrom(due: [number, Pending][]): [number, Pending][] {
-    const first = due.shift()!;
-    const batch = [first];
+  #batchDue(now: number): [number, Pending][] {
+    const ttlMs = this.deps.timing.ms(this.settings.eventTimeToLiveInMinutes * 60);
+    const first = this.#takeDue(now, ttlMs);
+    if (first === undefined) return [];
+    const batch: [number, Pending][] = [[first.seq, first.p]];
     const maxBytes = this.settings.preferredBatchSizeInKilobytes * 1024;
-    let bytes = first[1].json.length + 2;
-    for (let i = 0; i < due.length && batch.length < this.settings.maxEventsPerBatch;) {
-      const next = due[i]!;
-      if (next[1].attempts !== first[1].attempts || bytes + next[1].json.length + 1 > maxBytes) {
-        i++;
-        continue;
-      }
-      bytes += next[1].json.length + 1;
-      batch.push(next);
-      due.splice(i, 1);
+    let bytes = first.p.json.length + 2;
+    while (batch.length < this.settings.maxEventsPerBatch) {
+      const next = this.#waiting.peek();
+      if (next === undefined || next.at > now || next.p.attempts !== first.p.attempts || bytes + next.p.json.length + 1 > maxBytes) break;
+      const taken = this.#takeDue(now, ttlMs);
+      if (taken === undefined) break;
+      bytes += taken.p.json.length + 1;
+      batch.push([taken.seq, taken.p]);
     }
     return batch;
   }
@@ -181,7 +197,6 @@ export class DeliveryQueue {
 
   async #send(batch: [number, Pending][]): Promise<void> {
     const startedAt = this.deps.clock.now();
-    for (const [, p] of batch) p.inFlight = true;
     this.#inFlight++;
     const answer = await callWebhook(this.settings.endpoint, { method: 'POST', ...this.#request(batch) }, this.deps.closed);
     this.#inFlight--;
@@ -190,7 +205,6 @@ export class DeliveryQueue {
     const status = 'status' in answer ? answer.status : undefined;
     const outcome = outcomeOf(answer);
     for (const [seq, p] of batch) {
-      p.inFlight = false;
       p.attempts++;
       p.lastAttemptAt = startedAt;
       p.lastOutcome = outcome;
@@ -204,6 +218,7 @@ export class DeliveryQueue {
       else {
         // [choice] Retry delays are simulated time, scaled by --timing like every other duration of the emulator.
         p.dueAt = now + this.deps.timing.ms(retryDelaySeconds(p.attempts, status));
+        this.#waiting.push({ at: p.dueAt, seq, p });
         this.#retries++;
       }
     }
