@@ -1,5 +1,7 @@
 // One HTTP request to a subscriber's webhook, with Event Grid's 30 s wait and the emulator's close:
 // the answer's status (and, when asked, a bounded start of its body), or why there was none.
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { RESPONSE_TIMEOUT_MS, type TransportFailure } from './retry.js';
 
 export type WebhookAnswer = { status: number; headers: Headers; text: string } | { failure: TransportFailure; detail: string };
@@ -7,51 +9,91 @@ export type WebhookAnswer = { status: number; headers: Headers; text: string } |
 /** [choice] The most of a webhook's answer read: a validation response is a few dozen bytes. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-async function readCapped(res: Response): Promise<string> {
-  if (res.body === null) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    size += value.byteLength;
-    if (size >= MAX_ANSWER_BYTES) {
-      await reader.cancel();
-      break;
-    }
-  }
-  return Buffer.concat(chunks).toString('utf8').slice(0, MAX_ANSWER_BYTES);
+/**
+ * Connections are kept and reused between deliveries, as Event Grid's are: node:http rather than fetch, whose
+ * per-request cost was most of the emulator's CPU per delivery (bench/eventgrid.ts).
+ */
+const AGENTS = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) } as const;
+
+function failureOf(err: unknown, closed: boolean, timedOut: boolean): { failure: TransportFailure; detail: string } {
+  if (closed) return { failure: 'Canceled', detail: 'the emulator is closing' };
+  if (timedOut) return { failure: 'TimedOut', detail: `no answer within ${RESPONSE_TIMEOUT_MS / 1000} s` };
+  const e = err as { code?: string; message?: string };
+  const detail = e.message ?? String(err);
+  if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return { failure: 'ResolutionError', detail };
+  return { failure: 'SocketError', detail };
 }
 
-function failureOf(err: unknown, closed: boolean): { failure: TransportFailure; detail: string } {
-  if (closed) return { failure: 'Canceled', detail: 'the emulator is closing' };
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
-  if (e.name === 'TimeoutError') return { failure: 'TimedOut', detail: `no answer within ${RESPONSE_TIMEOUT_MS / 1000} s` };
-  const code = e.cause?.code ?? '';
-  const detail = e.cause?.message ?? e.message ?? String(err);
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { failure: 'ResolutionError', detail };
-  return { failure: 'SocketError', detail };
+function headersOf(res: IncomingMessage): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  return headers;
 }
 
 /**
  * Sends one request and waits at most RESPONSE_TIMEOUT_MS of real time ([choice] not scaled by --timing,
- * nor moved by the manual clock: it is the webhook's own speed). `closed` aborts it at once.
+ * nor moved by the manual clock: it is the webhook's own speed). `closed` aborts it at once. Redirects are
+ * not followed: their status is the answer.
  */
-export async function callWebhook(
+export function callWebhook(
   endpoint: string,
   init: { method: 'POST' | 'OPTIONS'; headers: Record<string, string>; body?: string },
   closed: AbortSignal,
   readBody = false,
 ): Promise<WebhookAnswer> {
-  const signal = AbortSignal.any([closed, AbortSignal.timeout(RESPONSE_TIMEOUT_MS)]);
-  try {
-    const res = await fetch(endpoint, { ...init, signal, redirect: 'manual' });
-    const text = readBody ? await readCapped(res) : '';
-    if (!readBody) await res.body?.cancel();
-    return { status: res.status, headers: res.headers, text };
-  } catch (err) {
-    return failureOf(err, closed.aborted);
-  }
+  return new Promise((resolve) => {
+    let url: URL;
+    try {
+      url = new URL(endpoint);
+    } catch (err) {
+      resolve(failureOf(err, false, false));
+      return;
+    }
+    const secure = url.protocol === 'https:';
+    const body = init.body === undefined ? undefined : Buffer.from(init.body);
+    let timedOut = false;
+    let settled = false;
+    const settle = (answer: WebhookAnswer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      closed.removeEventListener('abort', onClose);
+      resolve(answer);
+    };
+    const req = (secure ? httpsRequest : httpRequest)(url, {
+      method: init.method,
+      headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': String(body.length) }) },
+      agent: AGENTS[secure ? 'https:' : 'http:'],
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      req.destroy(new Error('timed out'));
+    }, RESPONSE_TIMEOUT_MS);
+    timer.unref();
+    const onClose = () => req.destroy(new Error('closed'));
+    if (closed.aborted) onClose();
+    else closed.addEventListener('abort', onClose, { once: true });
+    req.on('error', (err) => settle(failureOf(err, closed.aborted, timedOut)));
+    req.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        if (!readBody || size >= MAX_ANSWER_BYTES) return;
+        chunks.push(chunk);
+        size += chunk.length;
+      });
+      res.on('error', (err) => settle(failureOf(err, closed.aborted, timedOut)));
+      res.on('end', () =>
+        settle({
+          status: res.statusCode ?? 0,
+          headers: headersOf(res),
+          text: Buffer.concat(chunks).toString('utf8').slice(0, MAX_ANSWER_BYTES),
+        }),
+      );
+    });
+    req.end(body);
+  });
 }
