@@ -6,11 +6,12 @@
 //     bare Node `fetch` loop polling the same endpoint at 1 Hz over the same window. Goal: the
 //     agent under 1 % of a core.
 // Both run from the compiled dist/ (as installed), not through tsx's loader. Linux (/proc) only.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { emulatorArgs } from '../test/support/cli.js';
+import { buildDist, percentile, startProcess, usage } from './processes.js';
 import { delay as sleep, waitFor as waitUntil } from '../test/support/wait.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 60);
@@ -20,42 +21,15 @@ const main = join(repo, 'dist/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'forewarn-bench-agent-'));
 const children: ChildProcess[] = [];
 
-function start(args: string[]): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, args, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d));
-  child.stderr!.on('data', (d: Buffer) => (out += d));
-  return { child, output: () => out };
-}
+const start = (args: string[]) => startProcess(children, repo, args);
 
 /** Polls every 20 ms for up to 30 s. */
 const waitFor = <T>(what: string, probe: () => T | undefined | false) => waitUntil(what, probe, 30_000);
 
-/** utime + stime in seconds, and VmRSS in bytes, from /proc. */
-function usage(pid: number): { cpu: number; rss: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // Fields 14 and 15 of stat; after the command name, they are at 11 and 12. Clock ticks: 100 a second on Linux.
-  const cpu = (Number(fields[11]) + Number(fields[12])) / 100;
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  return { cpu, rss: rssKb * 1024 };
-}
-
-function percentile(sorted: number[], p: number): number {
-  const i = Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1);
-  return sorted[Math.max(0, i)]!;
-}
-
 const mib = (b: number) => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 
 async function run(): Promise<void> {
-  console.log('building dist/ …');
-  const build = spawnSync(process.execPath, [join(repo, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: repo,
-    stdio: 'inherit',
-  });
-  if (build.status !== 0 || !existsSync(main)) throw new Error('the build failed');
+  buildDist(repo, main);
 
   const emulator = start([main, ...emulatorArgs({ rateLimit: 0, logLevel: 'silent' })]);
   const [, imdsUrl, controlUrl] = await waitFor(
