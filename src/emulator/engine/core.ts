@@ -10,7 +10,8 @@ import type { FleetKeeper } from './fleet-keeper.js';
 import type { History } from './history.js';
 import type { Lifecycle } from './lifecycle.js';
 import type { LiveEvents } from './live-events.js';
-import type { EngineEvent } from './model.js';
+import type { EngineEvent, WebhookSubscription } from './model.js';
+import type { TrackedMap } from './changes.js';
 import type { OperationBook } from './operation-book.js';
 import type { Schedule } from './schedule.js';
 import type { Timing } from './timing.js';
@@ -30,6 +31,8 @@ export interface EngineCore {
   readonly vms: FleetKeeper;
   readonly lifecycle: Lifecycle;
   readonly operations: OperationBook;
+  /** Event Grid webhook subscriptions, by id: kept across resets, saved in the state file. */
+  readonly subscriptions: TrackedMap<string, WebhookSubscription>;
   /** Something changed, whether or not a document shows it: mutation listeners hear of it at the commit. */
   markMutated(): void;
   /** An event entered a new status; the lifecycle is the one caller. */

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { ActivationTracker, type ActivationOptions, type ActivationState, type ActivationStatus } from './activation.js';
 import type { Clock } from '../../shared/clock.js';
-import { ChangeLog } from './changes.js';
+import { ChangeLog, TrackedMap } from './changes.js';
 import { cloneEvent, type EngineCore, type EventTransition, type TransitionStatus } from './core.js';
 import { Documents, FIRST_INCARNATION } from './documents.js';
 import { invalid, notFound } from './errors.js';
@@ -24,6 +24,7 @@ import type {
   Operation,
   OperationRequest,
   OperationStatus,
+  WebhookSubscription,
 } from './model.js';
 import { OperationBook } from './operation-book.js';
 import { EXCLUSIVE_EVENT_TYPES } from './policies/index.js';
@@ -89,6 +90,7 @@ export class Engine {
       changes,
       fleet: this.fleet,
       live: new LiveEvents(changes, EXCLUSIVE_EVENT_TYPES),
+      subscriptions: new TrackedMap<string, WebhookSubscription>(changes),
       history: new History(historyLimit, changes),
       schedule,
       markMutated: () => {
@@ -241,7 +243,29 @@ export class Engine {
     return () => this.#transitionListeners.delete(listener);
   }
 
+  /** Event Grid webhook subscriptions, oldest first (copies). */
+  webhookSubscriptions(): WebhookSubscription[] {
+    return [...this.#core.subscriptions.values()].map((s) => ({ ...s }));
+  }
+
   // ---- mutations -----------------------------------------------------------
+
+  /** Keeps a subscription (saved with the state); reset() keeps it too. */
+  saveWebhookSubscription(subscription: WebhookSubscription): void {
+    this.#core.subscriptions.set(subscription.id, { ...subscription });
+    this.#mutated = true;
+    this.#commit();
+  }
+
+  /** False if there was none of that id. */
+  removeWebhookSubscription(id: string): boolean {
+    const had = this.#core.subscriptions.delete(id);
+    if (had) {
+      this.#mutated = true;
+      this.#commit();
+    }
+    return had;
+  }
 
   /**
    * A Scheduled Events request from a VM. With the realistic activation profile the first

@@ -109,6 +109,21 @@ export interface DocumentState {
 /** As a state file holds it: files written before sequence numbers have none. */
 export type Saved<T extends { seq: number }> = Omit<T, 'seq'> & { seq?: number };
 
+/**
+ * An Event Grid webhook subscription, as the state file keeps it: the engine holds it so that it is saved with
+ * everything else (src/emulator/eventgrid owns what it means). Times are epoch ms.
+ */
+export interface WebhookSubscription {
+  id: string;
+  endpoint: string;
+  schema: 'EventGridSchema' | 'CloudEventSchemaV1_0';
+  maxEventsPerBatch: number;
+  preferredBatchSizeInKilobytes: number;
+  maxDeliveryAttempts: number;
+  eventTimeToLiveInMinutes: number;
+  createdAt: number;
+}
+
 /** 2 since the state file became a log (a snapshot, then changes); the snapshot's shape is version 1's. */
 export const SNAPSHOT_VERSION = 2;
 
@@ -124,6 +139,8 @@ export interface EngineSnapshot {
   incarnations: Record<string, number>;
   activation?: Record<string, ActivationState>;
   deleted?: DeletedVm[];
+  /** Absent in files written before Event Grid delivery. */
+  subscriptions?: WebhookSubscription[];
 }
 
 /** What changed since the previous take (see changes.ts): a state file appends this instead of rewriting everything. */
@@ -136,4 +153,5 @@ export interface EngineDelta {
   incarnations?: PairsDelta<number>;
   activation?: PairsDelta<ActivationState>;
   deleted?: TableDelta<DeletedVm>;
+  subscriptions?: TableDelta<WebhookSubscription>;
 }

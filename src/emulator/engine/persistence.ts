@@ -9,7 +9,7 @@ import { SNAPSHOT_VERSION, type EngineDelta, type EngineSnapshot } from './model
 
 export function snapshotOf(core: EngineCore): EngineSnapshot {
   const saved = core.history.snapshot();
-  return {
+  const snapshot: EngineSnapshot = {
     format: 'forewarn-state',
     version: SNAPSHOT_VERSION,
     savedAt: core.clock.now(),
@@ -22,6 +22,9 @@ export function snapshotOf(core: EngineCore): EngineSnapshot {
     activation: core.activation.snapshot(),
     deleted: saved.deleted,
   };
+  // Only when there are any: a state without subscriptions is saved as before they existed.
+  if (core.subscriptions.size > 0) snapshot.subscriptions = [...core.subscriptions.values()].map((s) => ({ ...s }));
+  return snapshot;
 }
 
 /**
@@ -71,7 +74,13 @@ export function deltaOf(core: EngineCore): EngineDelta | 'everything' {
   if (ops) delta.operations = ops;
   if (incarnations) delta.incarnations = incarnations;
   if (activations) delta.activation = activations;
+  const subscriptions = takeTable(
+    core.subscriptions.changes,
+    (id) => core.subscriptions.get(id),
+    (s) => ({ ...s }),
+  );
   if (deleted) delta.deleted = deleted;
+  if (subscriptions) delta.subscriptions = subscriptions;
   return delta;
 }
 
@@ -85,6 +94,8 @@ export function restoreInto(core: EngineCore, snapshot: EngineSnapshot): void {
   for (const e of snapshot.events) lifecycle.restore(cloneEvent(e), snapshot.savedAt);
   operations.countCancelled(core.history);
   core.activation.restore(snapshot.activation ?? {});
+  core.subscriptions.clear();
+  for (const s of snapshot.subscriptions ?? []) core.subscriptions.set(s.id, { ...s });
   // Restored documents are the saved ones, under their saved incarnations.
   documents.forgetTouched();
 }

@@ -46,6 +46,8 @@ export class EventGrid {
     this.#faults = options.faults;
     this.#newId = options.newId ?? randomUUID;
     this.#off.push(this.#engine.onEventTransition((t) => this.#publish(t)));
+    // [azure] An existing subscription is not validated again: the state file's carry on as they were.
+    for (const { id, createdAt, ...settings } of this.#engine.webhookSubscriptions()) this.#open(id, settings, createdAt);
     // On the manual clock, moving time is what makes retries due.
     const offAdvance = this.#engine.clock.onAdvance?.(() => this.#pump());
     if (offAdvance) this.#off.push(offAdvance);
@@ -65,14 +67,20 @@ export class EventGrid {
     const result = await handshake(settings.endpoint, settings.schema, { name: id, topic, now, closed: this.#closed.signal });
     if (!result.ok) return result;
     if (this.#closed.signal.aborted) return { ok: false, reason: 'the emulator is closing' };
+    this.#open(id, settings, now);
+    // Saved with the engine's state, so a 201 under --state means it outlives a restart.
+    this.#engine.saveWebhookSubscription({ id, ...settings, createdAt: now });
+    return { ok: true, subscription: this.#view(id)! };
+  }
+
+  #open(id: string, settings: SubscriptionSettings, createdAt: number): void {
     const queue = new DeliveryQueue(id, settings, {
       clock: this.#engine.clock,
       timing: this.#engine.timing,
       closed: this.#closed.signal,
       changed: () => this.#pump(),
     });
-    this.#subscriptions.set(id, { queue, createdAt: now });
-    return { ok: true, subscription: this.#view(id)! };
+    this.#subscriptions.set(id, { queue, createdAt });
   }
 
   list(): SubscriptionView[] {
@@ -88,6 +96,7 @@ export class EventGrid {
     const view = this.#view(id);
     this.#subscriptions.get(id)?.queue.stop();
     this.#subscriptions.delete(id);
+    this.#engine.removeWebhookSubscription(id);
     return view;
   }
 

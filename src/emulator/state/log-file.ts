@@ -53,6 +53,7 @@ const ENTRY_KEYS: Readonly<Record<string, (entry: { id?: string; name?: string }
   events: (e) => e.id,
   ended: (e) => e.id,
   operations: (e) => e.id,
+  subscriptions: (e) => e.id,
 };
 
 /**
@@ -251,6 +252,7 @@ function applyRecords(base: EngineSnapshot, records: readonly ChangeRecord[], or
   // Absent in older files, and left absent unless a record fills them.
   let activation = base.activation ? new Map(Object.entries(base.activation)) : undefined;
   let deleted = base.deleted ? byKey(base.deleted, (d) => d.name) : undefined;
+  let subscriptions = base.subscriptions ? byKey(base.subscriptions, (s) => s.id) : undefined;
   let savedAt = base.savedAt;
   for (const [i, record] of records.entries()) {
     const delta: EngineDelta = record;
@@ -263,6 +265,7 @@ function applyRecords(base: EngineSnapshot, records: readonly ChangeRecord[], or
     applyPairs(incarnations, delta.incarnations);
     if (delta.activation) applyPairs((activation ??= new Map()), delta.activation);
     if (delta.deleted) applyTable((deleted ??= new Map()), delta.deleted, (d) => d.name);
+    if (delta.subscriptions) applyTable((subscriptions ??= new Map()), delta.subscriptions, (s) => s.id);
   }
   const snapshot: EngineSnapshot = {
     ...base,
@@ -275,6 +278,7 @@ function applyRecords(base: EngineSnapshot, records: readonly ChangeRecord[], or
   };
   if (activation) snapshot.activation = Object.fromEntries(activation);
   if (deleted) snapshot.deleted = [...deleted.values()];
+  if (subscriptions) snapshot.subscriptions = [...subscriptions.values()];
   return snapshot;
 }
 

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { START_CAUSES } from '../../protocol/control.js';
 import { EVENT_SOURCES, EVENT_STATUSES, EVENT_TYPES } from '../../protocol/types.js';
+import { EVENT_GRID_SCHEMAS } from '../../protocol/eventgrid.js';
 import { SNAPSHOT_VERSION } from '../engine/engine.js';
 import { OPERATION_TYPES } from '../engine/operations.js';
 import { VmSpecSchema } from '../fleet/vm-spec.js';
@@ -52,6 +53,17 @@ export const DeletedSchema = z.object({
   operation: z.string(),
 });
 
+export const SubscriptionSchema = z.object({
+  id: z.string(),
+  endpoint: z.string(),
+  schema: z.enum(EVENT_GRID_SCHEMAS),
+  maxEventsPerBatch: z.int().min(1),
+  preferredBatchSizeInKilobytes: z.int().min(1),
+  maxDeliveryAttempts: z.int().min(1),
+  eventTimeToLiveInMinutes: z.int().min(1),
+  createdAt: time,
+});
+
 const StepSchema = z.object({
   faultDomain: z.int().min(0),
   vms: z.array(z.string()),
@@ -98,6 +110,8 @@ export const SnapshotSchema = z.object({
   incarnations: nameRecord(z.int().min(0), 'an object keyed by VM name'),
   activation: nameRecord(ActivationSchema, 'an object keyed by VM name').optional(),
   deleted: z.array(DeletedSchema).optional(),
+  // Absent in files written before Event Grid delivery.
+  subscriptions: z.array(SubscriptionSchema).optional(),
 });
 
 /** One table's changes: entries to set (in place, or appended if new), after keys to remove. */
@@ -115,4 +129,5 @@ export const ChangeRecordSchema = z.strictObject({
   incarnations: pairs(z.int().min(0)),
   activation: pairs(ActivationSchema),
   deleted: table(DeletedSchema),
+  subscriptions: table(SubscriptionSchema),
 });
