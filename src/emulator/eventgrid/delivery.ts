@@ -60,6 +60,8 @@ export interface DeliveryDeps {
   closed: AbortSignal;
   /** After each change that may move the next due time. */
   changed: () => void;
+  /** Real time a webhook has to answer; Event Grid's 30 s when absent (tests shorten it). */
+  responseTimeoutMs?: number;
 }
 
 /** A pending event waiting for its try, in the queue's heap by (dueAt, seq). */
@@ -198,7 +200,13 @@ export class DeliveryQueue {
   async #send(batch: [number, Pending][]): Promise<void> {
     const startedAt = this.deps.clock.now();
     this.#inFlight++;
-    const answer = await callWebhook(this.settings.endpoint, { method: 'POST', ...this.#request(batch) }, this.deps.closed);
+    const answer = await callWebhook(
+      this.settings.endpoint,
+      { method: 'POST', ...this.#request(batch) },
+      this.deps.closed,
+      false,
+      this.deps.responseTimeoutMs,
+    );
     this.#inFlight--;
     if (this.#stopped) return;
     const now = this.deps.clock.now();

@@ -15,9 +15,9 @@ const MAX_ANSWER_BYTES = 64 * 1024;
  */
 const AGENTS = { 'http:': new HttpAgent({ keepAlive: true }), 'https:': new HttpsAgent({ keepAlive: true }) } as const;
 
-function failureOf(err: unknown, closed: boolean, timedOut: boolean): { failure: TransportFailure; detail: string } {
+function failureOf(err: unknown, closed: boolean, timedOutAfterMs: number | null): { failure: TransportFailure; detail: string } {
   if (closed) return { failure: 'Canceled', detail: 'the emulator is closing' };
-  if (timedOut) return { failure: 'TimedOut', detail: `no answer within ${RESPONSE_TIMEOUT_MS / 1000} s` };
+  if (timedOutAfterMs !== null) return { failure: 'TimedOut', detail: `no answer within ${timedOutAfterMs / 1000} s` };
   const e = err as { code?: string; message?: string };
   const detail = e.message ?? String(err);
   if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return { failure: 'ResolutionError', detail };
@@ -34,7 +34,7 @@ function headersOf(res: IncomingMessage): Headers {
 }
 
 /**
- * Sends one request and waits at most RESPONSE_TIMEOUT_MS of real time ([choice] not scaled by --timing,
+ * Sends one request and waits at most `timeoutMs` (Event Grid's 30 s) of real time ([choice] not scaled by --timing,
  * nor moved by the manual clock: it is the webhook's own speed). `closed` aborts it at once. Redirects are
  * not followed: their status is the answer.
  */
@@ -43,18 +43,19 @@ export function callWebhook(
   init: { method: 'POST' | 'OPTIONS'; headers: Record<string, string>; body?: string },
   closed: AbortSignal,
   readBody = false,
+  timeoutMs = RESPONSE_TIMEOUT_MS,
 ): Promise<WebhookAnswer> {
   return new Promise((resolve) => {
     let url: URL;
     try {
       url = new URL(endpoint);
     } catch (err) {
-      resolve(failureOf(err, false, false));
+      resolve(failureOf(err, false, null));
       return;
     }
     const secure = url.protocol === 'https:';
     const body = init.body === undefined ? undefined : Buffer.from(init.body);
-    let timedOut = false;
+    let timedOut: number | null = null;
     let settled = false;
     const settle = (answer: WebhookAnswer) => {
       if (settled) return;
@@ -69,9 +70,9 @@ export function callWebhook(
       agent: AGENTS[secure ? 'https:' : 'http:'],
     });
     const timer = setTimeout(() => {
-      timedOut = true;
+      timedOut = timeoutMs;
       req.destroy(new Error('timed out'));
-    }, RESPONSE_TIMEOUT_MS);
+    }, timeoutMs);
     timer.unref();
     const onClose = () => req.destroy(new Error('closed'));
     if (closed.aborted) onClose();

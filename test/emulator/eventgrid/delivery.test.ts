@@ -110,20 +110,24 @@ describe('Event Grid: delivery', () => {
 
   // Microsoft: "If Event Grid receives a 400 (Bad Request) or 413 (Request Entity Too Large) response code, it
   // immediately schedules the event for dead-lettering."
-  test('dead-lettered at once on 400, never retried', async () => {
-    const h = await start(answers(400));
-    const id = await h.subscribe();
-    await h.operation('freeze', ['solo']);
-    await h.deliveries(1);
-    // Past the first retry's 10 s (and any 5-minute floor), before the event starts at 15 min.
-    await h.advance(600);
-    await quiet(() => h.hook.deliveries().length, 1);
-    const [dead] = (await h.call('GET', `/v1/eventgrid/subscriptions/${id}/deadletters`)).json.deadLetters;
-    assert.deepEqual(
-      [dead.deadLetterReason, dead.deliveryAttempts, dead.lastDeliveryOutcome, dead.lastHttpStatusCode],
-      ['UndeliverableDueToClientError', 1, 'BadRequest', 400],
-    );
-  });
+  for (const [status, outcome] of [
+    [400, 'BadRequest'],
+    [413, 'PayloadTooLarge'],
+  ] as const)
+    test(`dead-lettered at once on ${status}, never retried`, async () => {
+      const h = await start(answers(status));
+      const id = await h.subscribe();
+      await h.operation('freeze', ['solo']);
+      await h.deliveries(1);
+      // Past the first retry's 10 s (and any 5-minute floor), before the event starts at 15 min.
+      await h.advance(600);
+      await quiet(() => h.hook.deliveries().length, 1);
+      const [dead] = (await h.call('GET', `/v1/eventgrid/subscriptions/${id}/deadletters`)).json.deadLetters;
+      assert.deepEqual(
+        [dead.deadLetterReason, dead.deliveryAttempts, dead.lastDeliveryOutcome, dead.lastHttpStatusCode],
+        ['UndeliverableDueToClientError', 1, outcome, status],
+      );
+    });
 
   // Microsoft: "Event isn't delivered within the time-to-live period" dead-letters it; "The time-to-live
   // expiration is checked ONLY at the next scheduled delivery attempt."
