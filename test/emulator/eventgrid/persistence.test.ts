@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/library.js';
+import { caller, type Answer } from '../../support/control.js';
 import { tempDir } from '../../support/temp.js';
 import { waitFor } from '../../support/wait.js';
 import { Webhook } from '../../support/webhook.js';
@@ -13,13 +14,8 @@ import { Webhook } from '../../support/webhook.js';
 const PUBLISH = { scheduledEventsAdditionalPublishingTargets: { eventGridAndResourceGraph: { enable: true } } };
 const FLEET = { vms: [{ name: 'solo', scheduledEventsPolicy: PUBLISH }] };
 
-async function call(emu: EmulatorHandle, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${emu.controlUrl}${path}`, {
-    method,
-    ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text === '' ? undefined : JSON.parse(text) };
+function call(emu: EmulatorHandle, method: string, path: string, body?: unknown): Promise<Answer> {
+  return caller(emu.controlUrl)(method, path, body);
 }
 
 describe('Event Grid subscriptions in the state file', () => {
