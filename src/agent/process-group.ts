@@ -5,7 +5,7 @@
 // Proof needs Linux /proc: elsewhere a journaled group is only waited for (docs/agent.md).
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
-import { allPids, carriesMarker, groupMembers, HAS_PROC } from '../shared/proc.js';
+import { groupCarries, groupMembers, HAS_PROC, LIVE_PROC, type ProcSource } from '../shared/proc.js';
 import { ACTION_MARKER_VARIABLE } from './exec-env.js';
 import type { ProcessRecord } from './types.js';
 
@@ -38,17 +38,14 @@ function validPgid(pgid: number): boolean {
  * group is the one started for that run, or one its program's descendants made. A member that
  * dropped its environment (env -i, sudo) or a process /proc will not show proves nothing.
  */
-export function groupState(record: Pick<ProcessRecord, 'pgid' | 'marker'>): GroupState {
+export function groupState(record: Pick<ProcessRecord, 'pgid' | 'marker'>, source: ProcSource = LIVE_PROC): GroupState {
   // Names no single group, so none of ours (the journal refuses such a record anyway).
   if (!validPgid(record.pgid)) return 'gone';
   // /proc lists at least this process: an empty list means it could not be read.
-  if (!HAS_PROC || allPids().length === 0) return groupExists(record.pgid) ? 'unproven' : 'gone';
-  const members = groupMembers(record.pgid);
-  if (members.length === 0) return 'gone';
-  const marker = record.marker;
-  if (marker === undefined) return 'unproven';
-  const proof = { name: ACTION_MARKER_VARIABLE, value: marker };
-  return members.some((pid) => carriesMarker(pid, proof)) ? 'ours' : 'unproven';
+  if (!HAS_PROC || source.pids().length === 0) return groupExists(record.pgid) ? 'unproven' : 'gone';
+  if (record.marker === undefined) return groupMembers(record.pgid, source).length === 0 ? 'gone' : 'unproven';
+  const found = groupCarries(record.pgid, { name: ACTION_MARKER_VARIABLE, value: record.marker }, source);
+  return found === 'carried' ? 'ours' : found === 'not carried' ? 'unproven' : 'gone';
 }
 
 /** kill(-pgid, 0): whether any process is in the group, ours or not (EPERM: someone else's). */

@@ -41,6 +41,29 @@ export function procStat(pid: number | 'self'): ProcStat | undefined {
   return parseProcStat(text);
 }
 
+/**
+ * The three readings of /proc that prove a group is ours. Each reads the kernel afresh, so a
+ * process may change between two of them: tests stage such races through a source of their own.
+ */
+export interface ProcSource {
+  pids(): number[];
+  stat(pid: number): ProcStat | undefined;
+  /** /proc/PID/environ; undefined when it cannot be read. */
+  environ(pid: number): Buffer | undefined;
+}
+
+export const LIVE_PROC: ProcSource = {
+  pids: () => allPids(),
+  stat: (pid) => procStat(pid),
+  environ: (pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      return undefined;
+    }
+  },
+};
+
 /** One /proc/PID/stat line, or undefined if it is not one. */
 export function parseProcStat(text: string): ProcStat | undefined {
   // The command name may hold spaces and parentheses: the fields start after the last ')'.
@@ -113,13 +136,9 @@ export function newMarker(name: string): ProcessMarker {
  * Whether `pid` started with the marker in its environment. /proc/PID/environ is readable only by
  * its user (or root): a process that is not readable is not proven, so it is not ours.
  */
-export function carriesMarker(pid: number, marker: ProcessMarker): boolean {
-  let environ: Buffer;
-  try {
-    environ = readFileSync(`/proc/${pid}/environ`);
-  } catch {
-    return false;
-  }
+export function carriesMarker(pid: number, marker: ProcessMarker, source: ProcSource = LIVE_PROC): boolean {
+  const environ = source.environ(pid);
+  if (environ === undefined) return false;
   const entry = Buffer.from(`${marker.name}=${marker.value}\0`);
   return environ.subarray(0, entry.length).equals(entry) || environ.includes(Buffer.concat([Buffer.from([0]), entry]));
 }
@@ -141,11 +160,32 @@ export function markedProcesses(marker: ProcessMarker): MarkedProcess[] {
   return found;
 }
 
+/**
+ * Whether a live member of group `pgid` carries the marker. A member can begin to exit between the
+ * reading of its stat (alive) and of its environment (empty once its memory is released), so a
+ * member without the marker is read again after: one that has ended by then was no member.
+ */
+export function groupCarries(
+  pgid: number,
+  marker: ProcessMarker,
+  source: ProcSource = LIVE_PROC,
+): 'carried' | 'not carried' | 'no members' {
+  let unproven = 0;
+  for (const pid of source.pids()) {
+    const stat = source.stat(pid);
+    if (isEnded(stat) || stat!.pgid !== pgid) continue;
+    if (carriesMarker(pid, marker, source)) return 'carried';
+    const again = source.stat(pid);
+    if (!isEnded(again) && again!.pgid === pgid) unproven += 1;
+  }
+  return unproven > 0 ? 'not carried' : 'no members';
+}
+
 /** Live members of process group `pgid`. */
-export function groupMembers(pgid: number): number[] {
+export function groupMembers(pgid: number, source: ProcSource = LIVE_PROC): number[] {
   const found: number[] = [];
-  for (const pid of allPids()) {
-    const stat = procStat(pid);
+  for (const pid of source.pids()) {
+    const stat = source.stat(pid);
     if (!isEnded(stat) && stat!.pgid === pgid) found.push(pid);
   }
   return found;
