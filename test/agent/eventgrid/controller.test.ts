@@ -1,6 +1,7 @@
-// The controller end to end: a fake Event Grid (this test POSTs deliveries) and a fake ARM; the
-// agent's rules run once per event, approve once through ARM, recover on Completed; a budget of one
-// holds the second event until the first is over. And its config: the agent's schemas, its own limits.
+// The controller against the emulator: its Event Grid deliveries (duplicates included) and its ARM route,
+// which refuses a token it did not sign as ARM does; the agent's rules run once per event, approve once
+// through ARM, recover on Completed; a budget of one holds the second event until the first is over.
+// And its config: the agent's schemas, its own limits.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,9 +14,8 @@ import { ControllerConfigError, loadControllerConfig, parseControllerConfig } fr
 import { createLogger } from '../../../src/agent/logger.js';
 import { run } from '../../../src/cli/program.js';
 import { until } from '../support.js';
-import { emitted, fakeArm, gridEvent, send } from './support.js';
-
-const credential: TokenCredential = { getToken: async () => ({ token: 'arm-token', expiresOnTimestamp: Date.now() + 3600_000 }) };
+import { startEmulator, type EmulatorHandle } from '../../../src/emulator/library.js';
+import { CONTROLLER_FLEET, armProxy, forgedCredential, imdsCredential, send } from './support.js';
 
 function configText(journal: string, extra = ''): string {
   return `
@@ -33,13 +33,24 @@ rules:
 ${extra}`;
 }
 
-describe('the controller', () => {
-  let dir = '';
-  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'forewarn-controller-'))));
-  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+const IN_AN_HOUR = () => new Date(Date.now() + 3600_000).toISOString();
 
-  async function start(extra = '') {
-    const arm = await fakeArm();
+describe('the controller, fed and answered by the emulator', () => {
+  let dir = '';
+  let emu: EmulatorHandle;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'forewarn-controller-'));
+    // A manual clock: nothing starts on its own, so each Started here is the controller's approval.
+    emu = await startEmulator({ fleet: CONTROLLER_FLEET, clock: 'manual' });
+  });
+  afterEach(async () => {
+    await emu.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The controller in-process, with its ARM the emulator's route behind a recording proxy, subscribed to the emulator's Event Grid. */
+  async function start(extra = '', credential: TokenCredential = imdsCredential(emu.vmUrl('ops'))) {
+    const arm = await armProxy(emu.controlUrl);
     const config = parseControllerConfig(configText(join(dir, 'journal.json'), extra), 'controller.yaml');
     config.arm.endpoint = arm.url;
     const ran: string[] = [];
@@ -55,10 +66,11 @@ describe('the controller', () => {
     const stop = new AbortController();
     const done = controller.run(stop.signal);
     const url = await until('the webhook listens', () => controller.webhookUrl ?? false);
+    const subscribed = await send(`${emu.controlUrl}/v1/eventgrid/subscriptions`, { endpoint: url });
+    assert.equal(subscribed.status, 201, subscribed.text);
     return {
       arm,
       ran,
-      url,
       stop: async () => {
         stop.abort();
         await done;
@@ -67,20 +79,33 @@ describe('the controller', () => {
     };
   }
 
-  test('prepares each event once, approves it once through ARM, recovers on Completed', async () => {
+  async function delivered(): Promise<number> {
+    const { subscriptions } = JSON.parse(
+      (await send(`${emu.controlUrl}/v1/eventgrid/subscriptions`, undefined, { method: 'GET' })).text,
+    ) as {
+      subscriptions: { counts: { delivered: number } }[];
+    };
+    return subscriptions[0]!.counts.delivered;
+  }
+
+  test('prepares each event once, approves it once through ARM, recovers on Completed, though every notification comes twice', async () => {
     // SPEC §4: "`forewarn controller --config FILE` runs the agent's rules for a fleet from Event Grid deliveries,
     // approving through that route". [azure] Event Grid is at-least-once: the same notification twice changes nothing.
     const c = await start();
-    const scheduled = gridEvent(emitted('EV-1', 'Scheduled', { Resources: ['web-0', 'web-1'] }));
-    assert.equal((await send(c.url, [scheduled])).status, 200);
-    assert.equal((await send(c.url, [scheduled])).status, 200);
-    await until('approved through ARM', () => c.arm.calls.length === 1);
-    assert.match(c.arm.calls[0]!.path, /\/scheduledevents\/EV-1\/acknowledge$/);
-    assert.equal(c.arm.calls[0]!.authorization, 'Bearer arm-token');
-    await send(c.url, [gridEvent(emitted('EV-1', 'Started', { Resources: ['web-0', 'web-1'] }))]);
-    await send(c.url, [gridEvent(emitted('EV-1', 'Completed', { Resources: ['web-0', 'web-1'] }))]);
-    await until('recovered', () => c.ran.includes('complete:undrain:EV-1:fleet-controller'));
-    assert.deepEqual(c.ran, ['prepare:drain:EV-1:fleet-controller', 'complete:undrain:EV-1:fleet-controller']);
+    await emu.addFault({ duplicate: true, count: 100 });
+    const { events } = await emu.trigger({ type: 'platform-reboot', vms: ['web-0', 'web-1'], notBefore: IN_AN_HOUR() });
+    assert.equal(events.length, 1, 'one event for both VMs');
+    const id = events[0]!;
+    await until('approved through ARM, and Started', async () => (await emu.event(id)).status === 'Started');
+    assert.equal(c.arm.calls.length, 1);
+    assert.match(c.arm.calls[0]!.path, new RegExp(`/scheduledevents/${id}/acknowledge$`, 'i'));
+    assert.equal(c.arm.calls[0]!.status, 200);
+    await emu.complete(id);
+    await until('recovered', () => c.ran.includes(`complete:undrain:${id}:fleet-controller`));
+    // Scheduled, Started and Completed, each published under each VM ([choice] outside scale sets an event is
+    // published once per VM it names, targets.ts), and each delivered twice: 12 notifications for one event.
+    await until('every notification delivered twice', async () => (await delivered()) === 12);
+    assert.deepEqual(c.ran, [`prepare:drain:${id}:fleet-controller`, `complete:undrain:${id}:fleet-controller`]);
     assert.equal(c.arm.calls.length, 1, 'approved once');
     await c.stop();
   });
@@ -88,22 +113,42 @@ describe('the controller', () => {
   test('a memory budget of one holds the second event until the first has completed', async () => {
     // Brief (issue 26): "at most N events prepared/approved at once" from one place; SPEC §4: a slot "held through the
     // impact, given back once recovery is done".
-    const c = await start('budget: { backend: memory, slots: 1 }');
-    await send(c.url, [gridEvent(emitted('EV-A', 'Scheduled'))]);
-    await until('A approved', () => c.arm.calls.length === 1);
-    await send(c.url, [gridEvent(emitted('EV-B', 'Scheduled', { Resources: ['web-1'] }))]);
+    const c = await start('budget: { backend: memory, slots: 1, minPrepareSeconds: 0 }');
+    const [a] = (await emu.trigger({ type: 'platform-reboot', vms: ['web-0'], notBefore: IN_AN_HOUR() })).events;
+    await until('A approved', async () => (await emu.event(a!)).status === 'Started');
+    const [b] = (await emu.trigger({ type: 'platform-reboot', vms: ['web-1'], notBefore: IN_AN_HOUR() })).events;
     await new Promise((r) => setTimeout(r, 500));
-    assert.deepEqual(c.ran, ['prepare:drain:EV-A:fleet-controller'], 'B waits for the one slot');
-    await send(c.url, [gridEvent(emitted('EV-A', 'Started'))]);
-    await send(c.url, [gridEvent(emitted('EV-A', 'Completed'))]);
-    await until('B prepared once A is over', () => c.ran.includes('prepare:drain:EV-B:fleet-controller'), 10_000);
+    assert.deepEqual(c.ran, [`prepare:drain:${a}:fleet-controller`], 'B waits for the one slot');
+    assert.equal((await emu.event(b!)).status, 'Scheduled');
+    await emu.complete(a!);
+    await until('B prepared once A is over', () => c.ran.includes(`prepare:drain:${b}:fleet-controller`), 10_000);
     assert.deepEqual(c.ran, [
-      'prepare:drain:EV-A:fleet-controller',
-      'complete:undrain:EV-A:fleet-controller',
-      'prepare:drain:EV-B:fleet-controller',
+      `prepare:drain:${a}:fleet-controller`,
+      `complete:undrain:${a}:fleet-controller`,
+      `prepare:drain:${b}:fleet-controller`,
     ]);
-    await until('B approved', () => c.arm.calls.length === 2);
-    assert.match(c.arm.calls[1]!.path, /\/scheduledevents\/EV-B\/acknowledge$/);
+    await until('B approved', async () => (await emu.event(b!)).status === 'Started');
+    assert.deepEqual(
+      c.arm.calls.map((call) => call.status),
+      [200, 200],
+    );
+    await c.stop();
+  });
+
+  test('a token ARM refuses leaves the event Scheduled, for its NotBefore to start it: nothing is counted as approved', async () => {
+    // [azure] ARM answers 401 to a token it did not issue. The controller must not take the refusal for an approval.
+    const c = await start('', forgedCredential);
+    const [id] = (await emu.trigger({ type: 'platform-reboot', vms: ['web-0'], notBefore: IN_AN_HOUR() })).events;
+    await until('ARM asked', () => c.arm.calls.length >= 1);
+    await until('prepared', () => c.ran.includes(`prepare:drain:${id}:fleet-controller`));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.ok(
+      c.arm.calls.every((call) => call.status === 401),
+      JSON.stringify(c.arm.calls),
+    );
+    const event = await emu.event(id!);
+    assert.equal(event.status, 'Scheduled');
+    assert.deepEqual(event.approvals, []);
     await c.stop();
   });
 });

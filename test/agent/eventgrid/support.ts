@@ -1,7 +1,8 @@
-// What the controller's tests share: Event Grid deliveries built with the protocol's types, and a
-// fake ARM that records acknowledgements.
+// What the controller's tests share: Event Grid deliveries built with the protocol's types, and the
+// emulator's real ARM route behind a proxy that records acknowledgements.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { TokenCredential } from '@azure/identity';
 import { scheduledEventArmId } from '../../../src/protocol/arm.js';
 import {
   DEFAULT_PAYLOAD_API_VERSION,
@@ -102,27 +103,63 @@ export interface ArmCall {
   path: string;
   apiVersion: string | null;
   authorization: string | undefined;
+  /** What the caller got: the real route's status, or the injected one. */
+  status: number;
 }
 
-/** A fake ARM: records each request; `answer` decides the reply (default 200 "Successfully Approved"). */
-export async function fakeArm(
-  answer: (call: ArmCall, n: number) => { status: number; body?: unknown; headers?: Record<string, string> } = () => ({ status: 200 }),
+export interface ArmAnswer {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * ARM for the controller's tests: the emulator's real acknowledge route, behind a proxy that records
+ * each request. Where `inject` answers, the proxy replies in ARM's place (a throttle, an outage, a role
+ * the identity lacks: answers the emulator is never asked for); everything else reaches the real route,
+ * so a wrong path, api-version or token is refused as ARM refuses it.
+ */
+export async function armProxy(
+  target: string,
+  inject: (call: Omit<ArmCall, 'status'>, n: number) => ArmAnswer | undefined = () => undefined,
 ): Promise<{ url: string; calls: ArmCall[]; close(): Promise<void> }> {
   const calls: ArmCall[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const u = new URL(req.url ?? '/', 'http://x');
-      const call = {
-        method: req.method ?? '',
-        path: u.pathname,
-        apiVersion: u.searchParams.get('api-version'),
-        authorization: req.headers.authorization,
-      };
-      calls.push(call);
-      const a = answer(call, calls.length);
-      res.writeHead(a.status, { 'content-type': 'application/json', ...a.headers });
-      res.end(JSON.stringify(a.body ?? { value: 'Successfully Approved' }));
+      void (async () => {
+        const u = new URL(req.url ?? '/', 'http://x');
+        const seen = {
+          method: req.method ?? '',
+          path: u.pathname,
+          apiVersion: u.searchParams.get('api-version'),
+          authorization: req.headers.authorization,
+        };
+        const injected = inject(seen, calls.length + 1);
+        const call: ArmCall = { ...seen, status: 0 };
+        calls.push(call);
+        if (injected !== undefined) {
+          call.status = injected.status;
+          res.writeHead(injected.status, { 'content-type': 'application/json', ...injected.headers });
+          res.end(JSON.stringify(injected.body ?? {}));
+          return;
+        }
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string' && k !== 'host' && k !== 'connection') headers[k] = v;
+        const body = Buffer.concat(chunks);
+        const real = await fetch(new URL(req.url ?? '/', target), {
+          method: req.method ?? 'GET',
+          headers,
+          ...(body.length > 0 ? { body } : {}),
+        });
+        call.status = real.status;
+        res.writeHead(real.status, { 'content-type': real.headers.get('content-type') ?? 'application/json' });
+        res.end(Buffer.from(await real.arrayBuffer()));
+      })().catch((err: unknown) => {
+        res.writeHead(502);
+        res.end(String(err));
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -133,3 +170,58 @@ export async function fakeArm(
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/**
+ * A TokenCredential that asks the emulator's IMDS for VM `vm`'s managed identity token, for ARM: the
+ * tokens ARM takes. It keeps a token until five minutes before it expires, as @azure/identity does: IMDS
+ * allows 5 requests a second, and the emulator enforces that too.
+ */
+export function imdsCredential(vmUrl: string): TokenCredential & { scopes: string[] } {
+  const scopes: string[] = [];
+  const kept = new Map<string, { token: string; expiresOnTimestamp: number }>();
+  return {
+    scopes,
+    getToken: async (scope) => {
+      const key = String(scope);
+      scopes.push(key);
+      const held = kept.get(key);
+      if (held !== undefined && held.expiresOnTimestamp - Date.now() > 300_000) return held;
+      const resource = key.replace(/\/\.default$/, '/');
+      const r = await fetch(`${vmUrl}/metadata/identity/oauth2/token?api-version=2018-02-01&resource=${encodeURIComponent(resource)}`, {
+        headers: { metadata: 'true' },
+      });
+      const body = (await r.json()) as { access_token: string; expires_on: string };
+      if (r.status !== 200) throw new Error(`IMDS gave no token: ${r.status} ${JSON.stringify(body)}`);
+      const token = { token: body.access_token, expiresOnTimestamp: Number(body.expires_on) * 1000 };
+      kept.set(key, token);
+      return token;
+    },
+  };
+}
+
+/** A credential whose token no ARM signed: what a token for another tenant looks like to the route. */
+export const forgedCredential: TokenCredential = {
+  getToken: async () => ({
+    token: 'eyJhbGciOiJub25lIn0.eyJhdWQiOiJodHRwczovL21hbmFnZW1lbnQuYXp1cmUuY29tLyJ9.',
+    expiresOnTimestamp: Date.now() + 3600_000,
+  }),
+};
+
+/** The fleet the controller's tests run against: an availability set of two VMs with the publishing policy, and the controller's own VM. */
+export const CONTROLLER_FLEET = {
+  tenants: [
+    {
+      name: 'web',
+      kind: 'availabilitySet',
+      faultDomainCount: 2,
+      resourceGroup: RESOURCE_GROUP,
+      subscriptionId: SUBSCRIPTION,
+      scheduledEventsPolicy: { scheduledEventsAdditionalPublishingTargets: { eventGridAndResourceGraph: { enable: true } } },
+    },
+  ],
+  vms: [
+    { name: 'web-0', tenant: 'web', faultDomain: 0 },
+    { name: 'web-1', tenant: 'web', faultDomain: 1 },
+    { name: 'ops', resourceGroup: 'rg-ops', subscriptionId: SUBSCRIPTION },
+  ],
+};
