@@ -83,6 +83,8 @@ const DeliverySchema = z.object({
       time: z.string(),
       properties: z.record(z.string(), z.unknown()),
       endedAt: z.string().nullable(),
+      takenAt: z.string().optional(),
+      unheard: z.literal(true).optional(),
     }),
   ),
 });

@@ -29,6 +29,8 @@ export class AgentMetrics {
   readonly notifications: Counter<'outcome'>;
   /** The controller's: ARM acknowledge requests that failed, retries included. */
   readonly armErrors: Counter<'status'>;
+  /** The controller's: events it closed itself, their Completed or Canceled never having arrived. */
+  readonly unheardEnds: Counter<'status'>;
   /** Set by the agent once it has a client, so the gauge is computed at scrape time. */
   health: (() => Health) | null = null;
   /** Set by the agent: how many events wait for the journal. */
@@ -147,6 +149,12 @@ export class AgentMetrics {
     this.armErrors = new Counter({
       name: `${p}arm_errors_total`,
       help: 'Controller: failed ARM acknowledge requests, retries included, by HTTP status ("network" when there was no answer)',
+      labelNames: ['status'],
+      registers,
+    });
+    this.unheardEnds = new Counter({
+      name: `${p}eventgrid_unheard_ends_total`,
+      help: 'Controller: events closed (and recovered from) without their Completed or Canceled, once Event Grid could no longer deliver it, by the last status taken',
       labelNames: ['status'],
       registers,
     });

@@ -263,6 +263,10 @@ export interface SourcedEvent {
   properties: Record<string, unknown>;
   /** When its end was taken (ISO); null while it is live. */
   endedAt: string | null;
+  /** When this status was taken, by the controller's clock (ISO); absent in journals written before it was kept. */
+  takenAt?: string;
+  /** Set when the controller closed the event itself, its end never having arrived (eventgrid/monitor.ts). */
+  unheard?: true;
 }
 
 /** What an action logs through: pino's child loggers, or a test's stand-in. */

@@ -5,6 +5,7 @@
 import { eventKey, parseScheduledEvent, type ScheduledEvent } from '../../client/index.js';
 import type { PublishedStatus, ScheduledEventNotification } from '../../protocol/eventgrid.js';
 import type { DurableJournal } from '../durable-journal.js';
+import { outcomeWhileAway } from '../imds-monitor.js';
 import { eventFromEntry } from '../journal.js';
 import { eventLogger } from '../logger.js';
 import type { EventMonitor, EventOutcome, EventSink, SeenKind } from '../monitor.js';
@@ -21,6 +22,16 @@ export const DEDUPE_WINDOW_MS = 25 * 3600_000;
 export const DEDUPE_MAX_IDS = 10_000;
 
 /**
+ * [choice] How long past the time its next status was due an open event waits for it. Event Grid retries
+ * a notification for at most its time to live, 1440 minutes [azure], then dead-letters or drops it: a
+ * Completed or Canceled not taken by then (the controller was down, its webhook kept failing) never will
+ * be. The event is then closed as the agent closes one that left IMDS while it was away (unheardEnd).
+ */
+export const UNHEARD_END_AFTER_MS = 25 * 3600_000;
+/** [choice] How often open events are checked for an end that will not come. */
+export const SWEEP_INTERVAL_MS = 60_000;
+
+/**
  * [choice] Event Grid "doesn't guarantee order" [azure]: a status that comes before one already taken
  * for the event is ignored. Scheduled < Started < Completed | Canceled; an end is final.
  */
@@ -34,7 +45,7 @@ function rank(status: string): number {
 /** What accept() made of a delivery: on disk, taken but not on disk yet (answer 503), or not running yet. */
 export type Acceptance = 'recorded' | 'unrecorded' | 'not-ready';
 
-export type EventGridMonitorOptions = Pick<AgentServices, 'log' | 'metrics' | 'now' | 'journal'> & { durable: DurableJournal };
+export type EventGridMonitorOptions = Pick<AgentServices, 'log' | 'metrics' | 'now' | 'wait' | 'journal'> & { durable: DurableJournal };
 
 type SinkCall = (sink: EventSink) => void;
 
@@ -58,18 +69,50 @@ export class EventGridMonitor implements EventMonitor {
     return this.#events.get(eventKey(eventId))?.subject;
   }
 
-  /** Carries on from the journal, then takes deliveries until `signal` aborts. */
+  /** Carries on from the journal, then takes deliveries, and closes events whose end will not come, until `signal` aborts. */
   async run(sink: EventSink, signal: AbortSignal): Promise<void> {
     this.#reconcile(sink);
     this.#sink = sink;
     try {
-      await new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        else signal.addEventListener('abort', () => resolve(), { once: true });
-      });
+      do {
+        this.sweep();
+      } while (await this.#o.wait(SWEEP_INTERVAL_MS, signal));
     } finally {
       this.#sink = null;
     }
+  }
+
+  /**
+   * Closes every open event whose next status is UNHEARD_END_AFTER_MS overdue: its end is taken as it
+   * would have been from IMDS (outcomeWhileAway: Started, approved or past NotBefore is completed), so
+   * recovery runs and a budget slot is given back. A notice of it arriving later is ignored, as any
+   * notice after an end is. Run every SWEEP_INTERVAL_MS while the monitor runs; a no-op otherwise.
+   */
+  sweep(): void {
+    const sink = this.#sink;
+    if (sink === null) return;
+    const { durable, journal, log, metrics, now } = this.#o;
+    const at = now();
+    const calls: SinkCall[] = [];
+    for (const e of this.#events.values()) {
+      if (e.endedAt !== null || at < nextStatusDue(e) + UNHEARD_END_AFTER_MS) continue;
+      const last = toEvent(e.properties);
+      const entry = journal().get(e.eventId);
+      // A day past when its start was due at least: by the agent's rule (outcomeWhileAway), it has happened.
+      const outcome: EventOutcome = entry !== undefined ? outcomeWhileAway(entry, at) : 'completed';
+      e.endedAt = new Date(at).toISOString();
+      e.unheard = true;
+      metrics.unheardEnds.inc({ status: e.status });
+      eventLogger(log, last).warn(
+        { lastStatus: e.status, lastTakenAt: e.takenAt ?? e.time, outcome },
+        `no Completed or Canceled arrived for the event, and Event Grid can no longer send one: closing it as ${outcome}`,
+      );
+      // The runner was told of every open event (accept or #reconcile): it is told of the end as from IMDS.
+      calls.push((s) => s.gone(last, outcome));
+    }
+    if (calls.length === 0) return;
+    durable.write(() => journal().setDeliveries(this.#record()));
+    for (const call of calls) call(sink);
   }
 
   /**
@@ -136,6 +179,7 @@ export class EventGridMonitor implements EventMonitor {
       time: n.time,
       properties: { ...props },
       endedAt: ended ? new Date(this.#o.now()).toISOString() : null,
+      takenAt: new Date(this.#o.now()).toISOString(),
     });
     if (ended) {
       const outcome: EventOutcome = status === 'Completed' ? 'completed' : 'cancelled';
@@ -206,6 +250,21 @@ export class EventGridMonitor implements EventMonitor {
       events: [...this.#events.values()],
     };
   }
+}
+
+/**
+ * When the open event's next status was due (epoch ms): a Scheduled event starts by its NotBefore; a
+ * Started one completes once its duration is over. From the later of the notification's own time and
+ * when it was taken, so neither a sender's clock behind ours nor a late delivery closes it early.
+ */
+function nextStatusDue(e: SourcedEvent): number {
+  const told = Math.max(Date.parse(e.time) || 0, e.takenAt !== undefined ? Date.parse(e.takenAt) || 0 : 0);
+  if (e.status === 'Started') {
+    const duration = Number(e.properties.DurationInSeconds);
+    return told + (Number.isFinite(duration) && duration > 0 ? duration * 1000 : 0);
+  }
+  const notBefore = typeof e.properties.NotBefore === 'string' ? Date.parse(e.properties.NotBefore) : Number.NaN;
+  return Number.isNaN(notBefore) ? told : Math.max(told, notBefore);
 }
 
 /** Event Grid's properties are IMDS's event fields: the client's own reading of them. */

@@ -2,10 +2,8 @@
 // shared secret, malformed deliveries, duplicates by id (also across a restart), and reordering.
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
-import type { EventOutcome, EventSink, SeenKind } from '../../../src/agent/monitor.js';
 import { EventGridMonitor } from '../../../src/agent/eventgrid/monitor.js';
 import { startReceiver, type Receiver } from '../../../src/agent/eventgrid/receiver.js';
-import type { ScheduledEvent } from '../../../src/client/index.js';
 import {
   EVENT_GRID_ORIGIN,
   SUBSCRIPTION_VALIDATION_EVENT,
@@ -14,23 +12,7 @@ import {
   type EventGridSchemaName,
 } from '../../../src/protocol/eventgrid.js';
 import { servicesAt } from '../support.js';
-import { cloudEvent, emitted, gridEvent, send } from './support.js';
-
-/** A sink that writes down what the runner would be told. */
-class Recorder implements EventSink {
-  readonly calls: string[] = [];
-  readonly events: ScheduledEvent[] = [];
-  seen(event: ScheduledEvent, kind: SeenKind): void {
-    this.calls.push(`seen:${kind}:${event.id}`);
-    this.events.push(event);
-  }
-  gone(event: ScheduledEvent, outcome: EventOutcome): void {
-    this.calls.push(`gone:${outcome}:${event.id}`);
-  }
-  unfinished(event: ScheduledEvent, outcome: EventOutcome): void {
-    this.calls.push(`unfinished:${outcome}:${event.id}`);
-  }
-}
+import { Recorder, cloudEvent, emitted, gridEvent, send } from './support.js';
 
 const open: Receiver[] = [];
 after(async () => {

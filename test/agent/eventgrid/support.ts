@@ -3,6 +3,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TokenCredential } from '@azure/identity';
+import type { EventOutcome, EventSink, SeenKind } from '../../../src/agent/monitor.js';
+import type { ScheduledEvent } from '../../../src/client/index.js';
 import { scheduledEventArmId } from '../../../src/protocol/arm.js';
 import {
   DEFAULT_PAYLOAD_API_VERSION,
@@ -225,3 +227,19 @@ export const CONTROLLER_FLEET = {
     { name: 'ops', resourceGroup: 'rg-ops', subscriptionId: SUBSCRIPTION },
   ],
 };
+
+/** A sink that writes down what the runner would be told. */
+export class Recorder implements EventSink {
+  readonly calls: string[] = [];
+  readonly events: ScheduledEvent[] = [];
+  seen(event: ScheduledEvent, kind: SeenKind): void {
+    this.calls.push(`seen:${kind}:${event.id}`);
+    this.events.push(event);
+  }
+  gone(event: ScheduledEvent, outcome: EventOutcome): void {
+    this.calls.push(`gone:${outcome}:${event.id}`);
+  }
+  unfinished(event: ScheduledEvent, outcome: EventOutcome): void {
+    this.calls.push(`unfinished:${outcome}:${event.id}`);
+  }
+}
