@@ -7,6 +7,8 @@
 //  2. Latency, from an event's creation to its approval (the emulator's own record of both): `forewarn
 //     controller` (Event Grid push, ARM acknowledge) against `forewarn agent` (IMDS polled at 1 Hz), each
 //     running one exec action before approving, on EVENTS events each, interleaved.
+//  3. The controller's intake: the deliveries of part 1 (batch 1) taken by `forewarn controller`, which answers
+//     each only once its journal holds it on disk, against the bare webhook of part 1 in the same run.
 // Every process runs from the compiled dist/ (as installed). Linux (/proc) only.
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -93,14 +95,30 @@ async function startEmulator(fleet: unknown, extra: string[] = []): Promise<{ pi
   return { pid: emulator.child.pid!, imdsUrl: imdsUrl!, controlUrl: controlUrl! };
 }
 
-async function deliveries(): Promise<void> {
+/** An emulator with the largest size's standalone VMs, each with the policy on, and part 1's webhook. */
+async function fleetAndSink() {
   const largest = Math.max(...SIZES);
   const names = Array.from({ length: largest }, (_, i) => `vm${i}`);
   const emu = await startEmulator({ vms: names.map((name) => ({ name, scheduledEventsPolicy: POLICY })) });
   const sinkPort = await closedPort();
   const sink = start(['-e', SINK, String(sinkPort)]);
   await waitFor('the sink', () => sink.output().includes('sink ready'));
-  const sinkUrl = `http://127.0.0.1:${sinkPort}`;
+  return { names, emu, sink, sinkUrl: `http://127.0.0.1:${sinkPort}` };
+}
+
+/** Waits until a controller's webhook on `port` answers. */
+const controllerListening = (port: number) =>
+  waitFor('the controller', async () => {
+    try {
+      await fetch(`http://127.0.0.1:${port}/eventgrid`, { method: 'OPTIONS' });
+      return true;
+    } catch {
+      return undefined;
+    }
+  });
+
+async function deliveries(): Promise<void> {
+  const { names, emu, sink, sinkUrl } = await fleetAndSink();
   console.log('1. Event Grid deliveries: one restart operation over N standalone VMs, Scheduled notifications to one webhook');
   console.log(
     '   N        batch   wall      deliveries/s   emulator CPU/delivery   requests   webhook CPU/request   (no subscription: CPU/event)',
@@ -200,14 +218,7 @@ async function latency(): Promise<void> {
     }),
   );
   start([main, 'controller', '--config', controllerConfig]);
-  await waitFor('the controller', async () => {
-    try {
-      await fetch(`http://127.0.0.1:${hook}/eventgrid`, { method: 'OPTIONS' });
-      return true;
-    } catch {
-      return undefined;
-    }
-  });
+  await controllerListening(hook);
   await json(`${emu.controlUrl}/v1/eventgrid/subscriptions`, { body: { endpoint: `http://127.0.0.1:${hook}/eventgrid` } });
 
   console.log(`2. Latency, event created → approved (exec action first), ${EVENTS} events each, interleaved`);
@@ -239,11 +250,88 @@ async function latency(): Promise<void> {
   }
 }
 
+/** Sends `size` Scheduled notifications (batch 1) to `endpoint`; resolves with the wall time once `received()` reaches size. */
+async function deliver(
+  emu: { controlUrl: string },
+  names: string[],
+  endpoint: string,
+  received: () => Promise<number>,
+): Promise<{ wall: number; subscription: string }> {
+  await json(`${emu.controlUrl}/v1/reset`, { body: {} });
+  const { subscription } = await json<{ subscription: { id: string } }>(`${emu.controlUrl}/v1/eventgrid/subscriptions`, {
+    body: { endpoint, maxEventsPerBatch: 1 },
+  });
+  const before = await received();
+  const t0 = performance.now();
+  await json(`${emu.controlUrl}/v1/operations`, { body: { type: 'restart', vms: names } });
+  await waitFor(`${names.length} deliveries to ${endpoint}`, async () => (await received()) - before >= names.length, 600_000);
+  return { wall: (performance.now() - t0) / 1000, subscription: subscription.id };
+}
+
+/** Sums a Prometheus counter's samples, those with `label` if given. */
+async function counter(metricsUrl: string, name: string, label = ''): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(name) && line.includes(label)) sum += Number(line.split(' ').at(-1));
+  return sum;
+}
+
+async function intake(): Promise<void> {
+  const { names, emu, sink, sinkUrl } = await fleetAndSink();
+
+  const hook = await closedPort();
+  const metricsPort = await closedPort();
+  const config = join(dir, 'intake-controller.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      eventGrid: { listen: `127.0.0.1:${hook}`, path: '/eventgrid' },
+      arm: { endpoint: emu.controlUrl, credential: { kind: 'token', tokenFile: join(dir, 'arm-token') } },
+      journal: join(dir, 'intake-journal.json'),
+      listen: `127.0.0.1:${metricsPort}`,
+      // Matches none of these Reboots: what is measured is taking a delivery, not acting on it.
+      rules: [{ name: 'terminations', match: { eventType: 'Terminate' }, actions: [] }],
+    }),
+  );
+  const controller = start([main, 'controller', '--config', config, '--log-level', 'warn']);
+  await controllerListening(hook);
+  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  console.log('3. Intake: the same Scheduled notifications (batch 1), to a bare webhook and to `forewarn controller` (journal fsynced)');
+  console.log('   N        receiver     wall      deliveries/s   receiver CPU/delivery');
+  for (const size of SIZES) {
+    for (const [label, endpoint, pid, received] of [
+      ['webhook', sinkUrl, sink.child.pid!, async () => (await json<{ events: number }>(sinkUrl)).events],
+      [
+        'controller',
+        `http://127.0.0.1:${hook}/eventgrid`,
+        controller.child.pid!,
+        () => counter(metricsUrl, 'forewarn_agent_eventgrid_notifications_total', 'outcome="taken"'),
+      ],
+    ] as const) {
+      const c0 = cpuOf(pid);
+      const { wall, subscription } = await deliver(emu, names.slice(0, size), endpoint, received);
+      const cpu = cpuOf(pid) - c0;
+      await json(`${emu.controlUrl}/v1/eventgrid/subscriptions/${subscription}`, { method: 'DELETE' });
+      console.log(
+        `   ${String(size).padEnd(8)} ${label.padEnd(11)} ${wall.toFixed(2).padStart(6)} s  ${Math.round(size / wall)
+          .toString()
+          .padStart(12)}   ${((cpu / size) * 1e6).toFixed(0).padStart(14)} µs`,
+      );
+    }
+  }
+}
+
 async function run(): Promise<void> {
   buildDist(repo, main);
-  await deliveries();
+  const parts = (process.env.BENCH_PARTS ?? '1,2,3').split(',');
+  if (parts.includes('1')) await deliveries();
   for (const c of children.splice(0)) c.kill('SIGTERM');
-  await latency();
+  if (parts.includes('2')) await latency();
+  for (const c of children.splice(0)) c.kill('SIGTERM');
+  if (parts.includes('3')) {
+    writeFileSync(join(dir, 'arm-token'), 'unused: no rule here approves');
+    await intake();
+  }
 }
 
 try {

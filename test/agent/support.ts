@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { after, afterEach, before, beforeEach } from 'node:test';
 import type { Agent } from '../../src/agent/agent.js';
 import { DurableJournal } from '../../src/agent/durable-journal.js';
-import { Journal } from '../../src/agent/journal.js';
+import { Journal, type JournalOptions } from '../../src/agent/journal.js';
 import { createLogger, type Logger } from '../../src/agent/logger.js';
 import { AgentMetrics } from '../../src/agent/metrics.js';
 import type { AgentServices } from '../../src/agent/services.js';
@@ -158,8 +158,11 @@ export function until<T>(
 }
 
 /** The agent's services over a journal at `path` (a fresh folder's when absent), with the background work to wait for. */
-export function servicesAt(path = join(mkdtempSync(join(tmpdir(), 'forewarn-services-')), 'journal.json')) {
-  const journal = Journal.open(path);
+export function servicesAt(
+  path = join(mkdtempSync(join(tmpdir(), 'forewarn-services-')), 'journal.json'),
+  journalOptions: JournalOptions = {},
+) {
+  const journal = Journal.open(path, journalOptions);
   const work = new Set<Promise<void>>();
   const stop = new AbortController();
   const services: AgentServices = {

@@ -56,6 +56,10 @@ export class EventGridMonitor implements EventMonitor {
   /** Event key → what Event Grid last told of it. */
   readonly #events = new Map<string, SourcedEvent>();
   #sink: EventSink | null = null;
+  /** A change not yet written, and the runner's calls that wait for it to be (#commit). */
+  #dirty = false;
+  #told: SinkCall[] = [];
+  #nextWrite: Promise<Acceptance> | null = null;
 
   constructor(options: EventGridMonitorOptions) {
     this.#o = options;
@@ -75,7 +79,7 @@ export class EventGridMonitor implements EventMonitor {
     this.#sink = sink;
     try {
       do {
-        this.sweep();
+        void this.sweep();
       } while (await this.#o.wait(SWEEP_INTERVAL_MS, signal));
     } finally {
       this.#sink = null;
@@ -86,14 +90,12 @@ export class EventGridMonitor implements EventMonitor {
    * Closes every open event whose next status is UNHEARD_END_AFTER_MS overdue: its end is taken as it
    * would have been from IMDS (outcomeWhileAway: Started, approved or past NotBefore is completed), so
    * recovery runs and a budget slot is given back. A notice of it arriving later is ignored, as any
-   * notice after an end is. Run every SWEEP_INTERVAL_MS while the monitor runs; a no-op otherwise.
+   * notice after an end is. Run every SWEEP_INTERVAL_MS while the monitor runs; resolves once that is written.
    */
-  sweep(): void {
-    const sink = this.#sink;
-    if (sink === null) return;
-    const { durable, journal, log, metrics, now } = this.#o;
+  sweep(): Promise<Acceptance> {
+    if (this.#sink === null) return Promise.resolve('not-ready');
+    const { journal, log, metrics, now } = this.#o;
     const at = now();
-    const calls: SinkCall[] = [];
     for (const e of this.#events.values()) {
       if (e.endedAt !== null || at < nextStatusDue(e) + UNHEARD_END_AFTER_MS) continue;
       const last = toEvent(e.properties);
@@ -108,24 +110,20 @@ export class EventGridMonitor implements EventMonitor {
         `no Completed or Canceled arrived for the event, and Event Grid can no longer send one: closing it as ${outcome}`,
       );
       // The runner was told of every open event (accept or #reconcile): it is told of the end as from IMDS.
-      calls.push((s) => s.gone(last, outcome));
+      this.#told.push((sink) => sink.gone(last, outcome));
+      this.#dirty = true;
     }
-    if (calls.length === 0) return;
-    durable.write(() => journal().setDeliveries(this.#record()));
-    for (const call of calls) call(sink);
+    return this.#commit();
   }
 
   /**
-   * Takes one delivery's scheduled-event notifications: duplicates dropped by id, the rest put in order
-   * and recorded in the journal, then told to the runner. 'recorded' only once the journal is on disk,
-   * this delivery's and every earlier one's: an answer of 200 then loses nothing if the process dies.
+   * Takes one delivery's scheduled-event notifications: duplicates dropped by id, the rest put in order,
+   * then recorded in the journal and told to the runner. Resolves 'recorded' only once the journal is on
+   * disk, with this delivery and every earlier one: an answer of 200 then loses nothing if the process dies.
    */
-  accept(notifications: readonly ScheduledEventNotification[]): Acceptance {
-    const sink = this.#sink;
-    if (sink === null) return 'not-ready';
-    const { durable, journal, metrics, now } = this.#o;
-    const calls: SinkCall[] = [];
-    let changed = false;
+  accept(notifications: readonly ScheduledEventNotification[]): Promise<Acceptance> {
+    if (this.#sink === null) return Promise.resolve('not-ready');
+    const { metrics, now } = this.#o;
     for (const n of notifications) {
       const id = n.id.toLowerCase();
       if (this.#ids.has(id)) {
@@ -135,20 +133,40 @@ export class EventGridMonitor implements EventMonitor {
         continue;
       }
       this.#ids.set(id, now());
-      changed = true;
+      this.#dirty = true;
       const call = this.#apply(n);
-      if (call !== null) calls.push(call);
+      if (call !== null) this.#told.push(call);
     }
-    if (changed) {
-      this.#prune();
-      durable.write(() => journal().setDeliveries(this.#record()));
-    } else if (journal().pending) {
-      // A duplicate of a delivery whose record is still held in memory: try once more now.
-      durable.write(() => journal().flush());
-    }
-    // Told even when not on disk yet: a retry of it will be dropped as a duplicate, so this is its one telling.
-    for (const call of calls) call(sink);
-    return journal().pending ? 'unrecorded' : 'recorded';
+    // A duplicate too waits for the write that holds its first copy, or retries one that failed.
+    return this.#commit();
+  }
+
+  /**
+   * The next journal write, shared by every change made before it runs: deliveries that arrive together
+   * (Event Grid sends several at once) share one write and one fsync, in place of one each. It runs once
+   * the deliveries read in this turn of the event loop have been taken; the runner is told after it.
+   */
+  #commit(): Promise<Acceptance> {
+    this.#nextWrite ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.#nextWrite = null;
+        const { durable, journal } = this.#o;
+        if (this.#dirty) {
+          this.#dirty = false;
+          this.#prune();
+          durable.write(() => journal().setDeliveries(this.#record()));
+        } else if (journal().pending) {
+          // A change still held in memory only: try once more now.
+          durable.write(() => journal().flush());
+        }
+        // Told even when not on disk yet: a retry of it will be dropped as a duplicate, so this is its one telling.
+        const calls = this.#told.splice(0);
+        const sink = this.#sink;
+        if (sink !== null) for (const call of calls) call(sink);
+        resolve(journal().pending ? 'unrecorded' : 'recorded');
+      }),
+    );
+    return this.#nextWrite;
   }
 
   /** One new notification against what is known of its event: the runner's call, or null. */

@@ -32,7 +32,7 @@ export interface ReceiverOptions {
   secret: string | null;
   secretParameter: string;
   /** Takes a delivery's notifications (EventGridMonitor.accept). */
-  accept: (notifications: ScheduledEventNotification[]) => Acceptance;
+  accept: (notifications: ScheduledEventNotification[]) => Promise<Acceptance>;
   log: Logger;
   metrics: AgentMetrics;
 }
@@ -126,7 +126,7 @@ export function buildReceiver(options: ReceiverOptions): FastifyInstance {
       }
     }
     if (notifications.length === 0) return reply.code(200).send();
-    const taken = options.accept(notifications);
+    const taken = await options.accept(notifications);
     if (taken === 'recorded') return reply.code(200).send();
     // Event Grid retries a 503; the retry finds it on disk, or the restarted controller takes it afresh.
     const why = taken === 'not-ready' ? 'the controller is starting or stopping' : 'the journal cannot be written yet';
