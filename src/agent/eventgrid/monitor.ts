@@ -150,14 +150,22 @@ export class EventGridMonitor implements EventMonitor {
     this.#nextWrite ??= new Promise((resolve) =>
       setImmediate(() => {
         this.#nextWrite = null;
-        const { durable, journal } = this.#o;
-        if (this.#dirty) {
-          this.#dirty = false;
-          this.#prune();
-          durable.write(() => journal().setDeliveries(this.#record()));
-        } else if (journal().pending) {
-          // A change still held in memory only: try once more now.
-          durable.write(() => journal().flush());
+        const { durable, journal, log } = this.#o;
+        try {
+          if (this.#dirty) {
+            this.#dirty = false;
+            this.#prune();
+            durable.write(() => journal().setDeliveries(this.#record()));
+          } else if (journal().pending) {
+            // A change still held in memory only: try once more now.
+            durable.write(() => journal().flush());
+          }
+        } catch (err) {
+          // Not a failed write (durable.write keeps those and retries): answered 503, and the next write tries again.
+          this.#dirty = true;
+          log.error({ err: (err as Error).message }, 'recording Event Grid deliveries in the journal failed');
+          resolve('unrecorded');
+          return;
         }
         // Told even when not on disk yet: a retry of it will be dropped as a duplicate, so this is its one telling.
         const calls = this.#told.splice(0);

@@ -154,4 +154,36 @@ describe('the Event Grid monitor: one write for deliveries taken together', () =
     assert.equal(m.sink.calls.length, 4);
     await m.stop();
   });
+
+  test('an error in recording that is not a failed write answers 503, and the next delivery records it and tells the runner', async () => {
+    const m = running();
+    const journal = m.journal;
+    let fail = true;
+    const faulty = new Proxy(journal, {
+      get(target, key) {
+        if (key === 'setDeliveries' && fail) {
+          return () => {
+            fail = false;
+            throw new TypeError('a bug, not a full disk');
+          };
+        }
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const monitor = new EventGridMonitor({ ...m.services, journal: () => faulty, durable: m.durable });
+    const stop = new AbortController();
+    const sink = new Recorder();
+    const done = monitor.run(sink, stop.signal);
+    const first = notice('B-1', 'Scheduled', T0);
+    assert.equal(await monitor.accept([first]), 'unrecorded');
+    assert.deepEqual(sink.calls, []);
+    // Event Grid's retry of it: a duplicate, but what it carried is written now, and the runner told once.
+    assert.equal(await monitor.accept([first]), 'recorded');
+    assert.deepEqual(sink.calls, ['seen:scheduled:B-1']);
+    assert.equal(journal.deliveries()?.notifications[0]?.id, first.id.toLowerCase());
+    stop.abort();
+    await done;
+    await m.stop();
+  });
 });
