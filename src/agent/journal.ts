@@ -150,6 +150,9 @@ export class Journal {
   readonly #now: () => number;
   readonly #ops: FileOps;
   #pending = false;
+  /** Inside batch(): how deep, and whether a write was put off to its end. */
+  #batching = 0;
+  #deferred = false;
   /** Where a corrupt file was moved on open, or null. */
   readonly corruptedTo: string | null;
 
@@ -322,8 +325,31 @@ export class Journal {
     return this.#pending;
   }
 
+  /**
+   * Runs `changes` with their writes put off to one at the end: one rewrite and one fsync for many
+   * changes made together. Only for changes made synchronously, with nothing done outside the process
+   * before the write (every step that relies on the journal waits for it in a later turn: durable()).
+   * The write at the end throws as flush() does, the changes kept in memory.
+   */
+  batch<T>(changes: () => T): T {
+    this.#batching += 1;
+    try {
+      return changes();
+    } finally {
+      this.#batching -= 1;
+      if (this.#batching === 0 && this.#deferred) {
+        this.#deferred = false;
+        this.flush();
+      }
+    }
+  }
+
   /** Writes the whole journal now; call at start-up to find an unwritable path early, and to retry a failed write. */
   flush(): void {
+    if (this.#batching > 0) {
+      this.#deferred = true;
+      return;
+    }
     const body = {
       format: JOURNAL_FORMAT,
       version: JOURNAL_VERSION,

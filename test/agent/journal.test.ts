@@ -167,6 +167,57 @@ describe('Journal', () => {
     assert.equal(Journal.open(path).get('E1')!.actions['prepare:0']!.status, 'running');
   });
 
+  it('batch(): the changes made in it are written once, at its end (nested batches at the outermost end)', () => {
+    // The controller's group commit: a delivery's record and the runner's first sight of its events in one write.
+    const { path } = freshDir();
+    let renames = 0;
+    const journal = Journal.open(path, { ops: { ...nodeFileOps, renameSync: (a, b) => (renames++, nodeFileOps.renameSync(a, b)) } });
+    const result = journal.batch(() => {
+      journal.ensure(ev('B1'), 'r');
+      journal.batch(() => journal.ensure(ev('B2'), 'r'));
+      journal.actionStarted('B1', 'prepare:0');
+      assert.equal(renames, 0, 'nothing written inside');
+      assert.equal(Journal.open(path).get('B1'), undefined);
+      return 'done';
+    });
+    assert.equal(result, 'done');
+    assert.equal(renames, 1);
+    const onDisk = Journal.open(path);
+    assert.equal(onDisk.get('B1')!.actions['prepare:0']!.status, 'running');
+    assert.equal(onDisk.get('B2')!.rule, 'r');
+    journal.batch(() => undefined);
+    assert.equal(renames, 1, 'a batch with no change writes nothing');
+  });
+
+  it('batch(): a write that fails at its end throws, the changes kept in memory and pending; a throw inside still writes what changed', () => {
+    const { path } = freshDir();
+    let full = false;
+    const ops: FileOps = {
+      ...nodeFileOps,
+      openSync: (p, flags, mode) => {
+        if (full && p.includes('.tmp-')) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+        return nodeFileOps.openSync(p, flags, mode);
+      },
+    };
+    const journal = Journal.open(path, { ops });
+    full = true;
+    assert.throws(() => journal.batch(() => journal.ensure(ev('F1'), 'r')), { code: 'ENOSPC' });
+    assert.equal(journal.pending, true);
+    assert.equal(journal.get('F1')?.rule, 'r');
+    full = false;
+    journal.flush();
+    assert.equal(Journal.open(path).get('F1')?.rule, 'r');
+    assert.throws(
+      () =>
+        journal.batch(() => {
+          journal.ensure(ev('F2'), 'r');
+          throw new Error('a bug');
+        }),
+      /a bug/,
+    );
+    assert.equal(Journal.open(path).get('F2')?.rule, 'r', 'what changed before the throw is written');
+  });
+
   it('records the process group of a running action, and an action that ran unjournaled', () => {
     const { path } = freshDir();
     const journal = Journal.open(path, { now: ticking() });

@@ -151,27 +151,34 @@ export class EventGridMonitor implements EventMonitor {
       setImmediate(() => {
         this.#nextWrite = null;
         const { durable, journal, log } = this.#o;
+        const calls = this.#told.splice(0);
+        const sink = this.#sink;
+        let told = false;
         try {
-          if (this.#dirty) {
-            this.#dirty = false;
-            this.#prune();
-            durable.write(() => journal().setDeliveries(this.#record()));
-          } else if (journal().pending) {
-            // A change still held in memory only: try once more now.
-            durable.write(() => journal().flush());
-          }
+          // The runner's first sight of each event journals it too: one write for the deliveries and all that.
+          durable.write(() =>
+            journal().batch(() => {
+              if (this.#dirty) {
+                this.#dirty = false;
+                this.#prune();
+                journal().setDeliveries(this.#record());
+              } else if (journal().pending) {
+                // A change still held in memory only: try once more now.
+                journal().flush();
+              }
+              // Told even when not on disk yet: a retry of it will be dropped as a duplicate, so this is its one telling.
+              if (sink !== null) for (const call of calls) tell(call, sink, log);
+              told = true;
+            }),
+          );
         } catch (err) {
           // Not a failed write (durable.write keeps those and retries): answered 503, and the next write tries again.
           this.#dirty = true;
           log.error({ err: (err as Error).message }, 'recording Event Grid deliveries in the journal failed');
-          resolve('unrecorded');
-          return;
         }
-        // Told even when not on disk yet: a retry of it will be dropped as a duplicate, so this is its one telling.
-        const calls = this.#told.splice(0);
-        const sink = this.#sink;
-        if (sink !== null) for (const call of calls) call(sink);
-        resolve(journal().pending ? 'unrecorded' : 'recorded');
+        // The ids are taken: a retry will be dropped as a duplicate, so the runner hears of these now or never.
+        if (!told && sink !== null) for (const call of calls) tell(call, sink, log);
+        resolve(this.#dirty || journal().pending ? 'unrecorded' : 'recorded');
       }),
     );
     return this.#nextWrite;
@@ -275,6 +282,15 @@ export class EventGridMonitor implements EventMonitor {
       notifications: [...this.#ids].map(([id, at]) => ({ id, at: new Date(at).toISOString() })),
       events: [...this.#events.values()],
     };
+  }
+}
+
+/** One call to the runner; a fault in it is logged, and the other calls of the write are still made. */
+function tell(call: SinkCall, sink: EventSink, log: EventGridMonitorOptions['log']): void {
+  try {
+    call(sink);
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'the runner failed to take an Event Grid notification');
   }
 }
 
