@@ -15,6 +15,21 @@ const freshDir = () => {
   return { dir, path: join(dir, 'journal.json') };
 };
 
+/** File ops whose temp files cannot be created (ENOSPC) while `full` is set: a disk that fills and frees. */
+function fillable(): { ops: FileOps; full: boolean } {
+  const disk = {
+    full: false,
+    ops: {
+      ...nodeFileOps,
+      openSync: (p: string, flags: number, mode?: number) => {
+        if (disk.full && p.includes('.tmp-')) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+        return nodeFileOps.openSync(p, flags, mode);
+      },
+    },
+  };
+  return disk;
+}
+
 const ev = (id: string, over: Partial<ScheduledEvent> = {}): ScheduledEvent => scheduledEvent({ id, ...over });
 
 /** A clock that moves one second per reading. */
@@ -143,25 +158,19 @@ describe('Journal', () => {
 
   it('keeps a change that could not be written in memory, pending, until a flush takes it', () => {
     const { dir, path } = freshDir();
-    let full = false;
-    const ops: FileOps = {
-      ...nodeFileOps,
-      openSync: (p, flags, mode) => {
-        if (full && p.includes('.tmp-')) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
-        return nodeFileOps.openSync(p, flags, mode);
-      },
-    };
+    const disk = fillable();
+    const ops = disk.ops;
     const journal = Journal.open(path, { ops });
     journal.ensure(ev('E1'), 'r');
     assert.equal(journal.pending, false);
-    full = true;
+    disk.full = true;
     assert.throws(() => journal.actionStarted('E1', 'prepare:0'), { code: 'ENOSPC' });
     assert.equal(journal.pending, true);
     assert.equal(journal.get('E1')!.actions['prepare:0']!.status, 'running', 'the change stays in memory');
     assert.deepEqual(Journal.open(path).get('E1')!.actions, {}, 'the file keeps the last good write');
     assert.deepEqual(readdirSync(dir), ['journal.json']);
     assert.throws(() => journal.flush(), { code: 'ENOSPC' });
-    full = false;
+    disk.full = false;
     journal.flush();
     assert.equal(journal.pending, false);
     assert.equal(Journal.open(path).get('E1')!.actions['prepare:0']!.status, 'running');
@@ -191,20 +200,14 @@ describe('Journal', () => {
 
   it('batch(): a write that fails at its end throws, the changes kept in memory and pending; a throw inside still writes what changed', () => {
     const { path } = freshDir();
-    let full = false;
-    const ops: FileOps = {
-      ...nodeFileOps,
-      openSync: (p, flags, mode) => {
-        if (full && p.includes('.tmp-')) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
-        return nodeFileOps.openSync(p, flags, mode);
-      },
-    };
+    const disk = fillable();
+    const ops = disk.ops;
     const journal = Journal.open(path, { ops });
-    full = true;
+    disk.full = true;
     assert.throws(() => journal.batch(() => journal.ensure(ev('F1'), 'r')), { code: 'ENOSPC' });
     assert.equal(journal.pending, true);
     assert.equal(journal.get('F1')?.rule, 'r');
-    full = false;
+    disk.full = false;
     journal.flush();
     assert.equal(Journal.open(path).get('F1')?.rule, 'r');
     assert.throws(
