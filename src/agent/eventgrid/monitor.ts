@@ -144,7 +144,8 @@ export class EventGridMonitor implements EventMonitor {
   /**
    * The next journal write, shared by every change made before it runs: deliveries that arrive together
    * (Event Grid sends several at once) share one write and one fsync, in place of one each. It runs once
-   * the deliveries read in this turn of the event loop have been taken; the runner is told after it.
+   * the deliveries read in this turn of the event loop have been taken. The runner is told inside it, so
+   * its own journal changes (the first sight of each event) are in the same write.
    */
   #commit(): Promise<Acceptance> {
     this.#nextWrite ??= new Promise((resolve) =>
