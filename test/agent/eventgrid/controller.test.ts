@@ -3,16 +3,18 @@
 // through ARM, recover on Completed; a budget of one holds the second event until the first is over.
 // And its config: the agent's schemas, its own limits.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import type { TokenCredential } from '@azure/identity';
-import { Controller } from '../../../src/agent/eventgrid/controller.js';
+import { Controller, type ControllerOptions } from '../../../src/agent/eventgrid/controller.js';
+import { SWEEP_INTERVAL_MS, UNHEARD_END_AFTER_MS } from '../../../src/agent/eventgrid/monitor.js';
 import { ControllerConfigError, loadControllerConfig, parseControllerConfig } from '../../../src/agent/eventgrid/controller-config.js';
 import { createLogger } from '../../../src/agent/logger.js';
 import { run } from '../../../src/cli/program.js';
+import { abortableDelay } from '../../support/wait.js';
 import { until } from '../support.js';
 import { startEmulator, type EmulatorHandle } from '../../../src/emulator/library.js';
 import { CONTROLLER_FLEET, armProxy, forgedCredential, imdsCredential, send } from './support.js';
@@ -49,7 +51,11 @@ describe('the controller, fed and answered by the emulator', () => {
   });
 
   /** The controller in-process, with its ARM the emulator's route behind a recording proxy, subscribed to the emulator's Event Grid. */
-  async function start(extra = '', credential: TokenCredential = imdsCredential(emu.vmUrl('ops'))) {
+  async function start(
+    extra = '',
+    credential: TokenCredential = imdsCredential(emu.vmUrl('ops')),
+    time: Pick<ControllerOptions, 'now' | 'sleep'> = {},
+  ) {
     const arm = await armProxy(emu.controlUrl);
     const config = parseControllerConfig(configText(join(dir, 'journal.json'), extra), 'controller.yaml');
     config.arm.endpoint = arm.url;
@@ -58,6 +64,7 @@ describe('the controller, fed and answered by the emulator', () => {
       config,
       logger: createLogger({ level: 'silent' }),
       credential,
+      ...time,
       runAction: async (action, ctx) => {
         ran.push(`${ctx.phase}:${action.name}:${ctx.event.id}:${ctx.vmName}`);
         return { ok: true, attempts: 1, error: null, durationMs: 0 };
@@ -71,6 +78,8 @@ describe('the controller, fed and answered by the emulator', () => {
     return {
       arm,
       ran,
+      url,
+      journal: join(dir, 'journal.json'),
       stop: async () => {
         stop.abort();
         await done;
@@ -133,6 +142,50 @@ describe('the controller, fed and answered by the emulator', () => {
       [200, 200],
     );
     await c.stop();
+  });
+
+  test('an event whose Completed never arrives is closed a day after it was due, and its budget slot goes to the next event', async () => {
+    // [choice] (monitor.ts, UNHEARD_END_AFTER_MS): Event Grid gives up on a notification after 24 hours; without
+    // this, the one slot stayed with A for good and B waited for ever.
+    const offset = { ms: 0 };
+    const c = await start('budget: { backend: memory, slots: 1, minPrepareSeconds: 0 }', undefined, {
+      now: () => Date.now() + offset.ms,
+      // The sweep's one-minute wait, shortened: the other waits stay as they are.
+      sleep: (ms, signal) => abortableDelay(ms === SWEEP_INTERVAL_MS ? 20 : ms, signal),
+    });
+    try {
+      const [a] = (await emu.trigger({ type: 'platform-reboot', vms: ['web-0'], notBefore: IN_AN_HOUR() })).events;
+      await until('A approved', async () => (await emu.event(a!)).status === 'Started');
+      // A's Completed is lost: the subscription is gone when A completes (dead-lettered, as far as the controller knows).
+      const [subscription] = JSON.parse((await send(`${emu.controlUrl}/v1/eventgrid/subscriptions`, undefined, { method: 'GET' })).text)
+        .subscriptions as { id: string }[];
+      assert.equal(
+        (await send(`${emu.controlUrl}/v1/eventgrid/subscriptions/${subscription!.id}`, undefined, { method: 'DELETE' })).status,
+        200,
+      );
+      await emu.complete(a!);
+      assert.equal((await send(`${emu.controlUrl}/v1/eventgrid/subscriptions`, { endpoint: c.url })).status, 201);
+      // B, due in a week, waits for the slot A holds.
+      const [b] = (
+        await emu.trigger({ type: 'platform-reboot', vms: ['web-1'], notBefore: new Date(Date.now() + 7 * 24 * 3600_000).toISOString() })
+      ).events;
+      await new Promise((r) => setTimeout(r, 500));
+      assert.deepEqual(c.ran, [`prepare:drain:${a}:fleet-controller`], 'B waits for the one slot');
+      // A day and more later, by the controller's clock.
+      offset.ms = UNHEARD_END_AFTER_MS + 3600_000;
+      await until('A closed and recovered', () => c.ran.includes(`complete:undrain:${a}:fleet-controller`), 10_000);
+      await until('B prepared in the slot A gave back', () => c.ran.includes(`prepare:drain:${b}:fleet-controller`), 10_000);
+      const journal = JSON.parse(readFileSync(c.journal, 'utf8')) as {
+        entries: { eventId: string; outcome: string | null; budget?: { overBudget: boolean } }[];
+        deliveries: { events: { eventId: string; unheard?: true }[] };
+      };
+      const entryOf = (id: string) => journal.entries.find((e) => e.eventId.toLowerCase() === id.toLowerCase())!;
+      assert.equal(entryOf(a!).outcome, 'completed');
+      assert.equal(entryOf(b!).budget?.overBudget, false, 'within the budget, not at its deadline');
+      assert.equal(journal.deliveries.events.find((e) => e.eventId.toLowerCase() === a!.toLowerCase())?.unheard, true);
+    } finally {
+      await c.stop();
+    }
   });
 
   test('a token ARM refuses leaves the event Scheduled, for its NotBefore to start it: nothing is counted as approved', async () => {
