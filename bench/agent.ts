@@ -7,11 +7,11 @@
 //     agent under 1 % of a core.
 // Both run from the compiled dist/ (as installed), not through tsx's loader. Linux (/proc) only.
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { emulatorArgs } from '../test/support/cli.js';
-import { buildDist, percentile, startProcess, usage } from './processes.js';
+import { buildDist, percentile, runThenClean, startProcess, usage } from './processes.js';
 import { delay as sleep, waitFor as waitUntil } from '../test/support/wait.js';
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 60);
@@ -119,10 +119,4 @@ async function run(): Promise<void> {
   console.log(`  bare fetch loop: CPU ${baseCpu.toFixed(2)} % of a core   RSS ${mib(b1.rss)} (peak ${mib(basePeak)})`);
 }
 
-try {
-  await run();
-} finally {
-  for (const c of children) c.kill('SIGTERM');
-  await sleep(300);
-  rmSync(dir, { recursive: true, force: true });
-}
+await runThenClean(run, children, dir);

@@ -11,12 +11,12 @@
 //     each only once its journal holds it on disk, against the bare webhook of part 1 in the same run.
 // Every process runs from the compiled dist/ (as installed). Linux (/proc) only.
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closedPort } from '../test/support/cli.js';
 import { delay as sleep, waitFor as waitUntil } from '../test/support/wait.js';
-import { buildDist, percentile, startProcess, usage } from './processes.js';
+import { buildDist, percentile, runThenClean, startProcess, usage } from './processes.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,10000').split(',').map(Number);
 const BATCHES = (process.env.BENCH_BATCHES ?? '1,100').split(',').map(Number);
@@ -334,10 +334,4 @@ async function run(): Promise<void> {
   }
 }
 
-try {
-  await run();
-} finally {
-  for (const c of children) c.kill('SIGTERM');
-  await sleep(300);
-  rmSync(dir, { recursive: true, force: true });
-}
+await runThenClean(run, children, dir);

@@ -1,7 +1,7 @@
 // What the process-level benchmarks share: children started from the compiled CLI with their output kept,
 // their CPU and memory read from /proc (Linux only), and percentiles.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Started {
@@ -42,4 +42,15 @@ export function buildDist(repo: string, main: string): void {
     stdio: 'inherit',
   });
   if (build.status !== 0 || !existsSync(main)) throw new Error('the build failed');
+}
+
+/** Runs the bench, then stops every child it started and removes its scratch folder, whatever happened. */
+export async function runThenClean(run: () => Promise<void>, children: ChildProcess[], dir: string): Promise<void> {
+  try {
+    await run();
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
